@@ -1,0 +1,44 @@
+// tqlab: only wires the subcommands (src/cli/*.cpp) and maps errors to exit codes.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "tqlab_version.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "tqlab: a laboratory for KV-cache quantization (TurboQuant and its rivals) on real tensors.\n"
+      "Exit codes: 0 success, 1 checked and found a difference/violation, 2 usage or input error."};
+  app.set_version_flag("--version", std::string("tqlab ") + TQLAB_VERSION + " (" + TQLAB_GIT_COMMIT + ")");
+  app.require_subcommand(1);
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Log debug detail to stderr");
+  app.parse_complete_callback([&] {
+    if (verbose) tqlab::log::set_level(tqlab::log::Level::debug);
+  });
+
+  int exit_code = tqlab::kExitOk;
+  tqlab::cli::setup_inspect(app, exit_code);
+  tqlab::cli::setup_synth(app, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& success) {  // --help, --version
+    return app.exit(success);
+  } catch (const CLI::ParseError& error) {
+    app.exit(error);
+    return tqlab::kExitInputError;
+  } catch (const tqlab::InputError& error) {
+    tqlab::log::error("{}", error.what());
+    return tqlab::kExitInputError;
+  } catch (const std::bad_alloc&) {
+    tqlab::log::error("out of memory");
+    return tqlab::kExitInputError;
+  } catch (const std::exception& error) {
+    tqlab::log::error("internal error: {}", error.what());
+    return 3;
+  }
+  return exit_code;
+}

@@ -1,0 +1,75 @@
+#include "core/atomic_file.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+namespace tqlab {
+
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  temp_path_ = path_ + ".tmp-XXXXXX";
+  const int fd = ::mkstemp(temp_path_.data());
+  if (fd < 0) fail("cannot create '{}': {}", path_, std::strerror(errno));
+  file_ = ::fdopen(fd, "wb");
+  if (file_ == nullptr) {
+    ::close(fd);
+    ::unlink(temp_path_.c_str());
+    fail("cannot write '{}': {}", path_, std::strerror(errno));
+  }
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (file_ != nullptr) {
+    std::fclose(file_);
+    ::unlink(temp_path_.c_str());
+  }
+}
+
+void AtomicFileWriter::write(std::span<const std::byte> bytes) {
+  if (bytes.empty()) return;
+  if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+    fail("cannot write '{}': {}", path_, std::strerror(errno));
+  }
+  position_ += bytes.size();
+}
+
+void AtomicFileWriter::write(std::string_view text) {
+  write(std::as_bytes(std::span(text.data(), text.size())));
+}
+
+void AtomicFileWriter::commit() {
+  const bool flushed = std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
+  const int saved = errno;
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  if (!flushed || !closed) {
+    ::unlink(temp_path_.c_str());
+    fail("cannot write '{}': {}", path_, std::strerror(saved));
+  }
+  // mkstemp creates 0600; results are ordinary files (0644 less the umask).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::chmod(temp_path_.c_str(), 0666 & ~mask);
+  if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    const int rename_errno = errno;
+    ::unlink(temp_path_.c_str());
+    fail("cannot write '{}': {}", path_, std::strerror(rename_errno));
+  }
+}
+
+void write_text_file(const std::string& path, std::string_view text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  AtomicFileWriter writer(path);
+  writer.write(text);
+  writer.commit();
+}
+
+}  // namespace tqlab

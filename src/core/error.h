@@ -1,0 +1,35 @@
+// Error types shared by every module.
+//
+// A user error (bad file, bad tensor, bad option) is an InputError: the CLI
+// catches it once, prints its message and exits with code 2. Messages name
+// the file, the tensor or the option and say what was expected. Internal
+// invariants use assert(), not exceptions.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace tqlab {
+
+/// Exit codes of every command (DESIGN.md).
+enum ExitCode : int {
+  kExitOk = 0,         ///< success / no difference
+  kExitDifference = 1, ///< checked and found a difference or violation
+  kExitInputError = 2, ///< usage or input error
+};
+
+/// A user-facing error: bad input file, tensor, option or argument.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Throws InputError with an fmt-formatted message.
+template <typename... Args>
+[[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
+  throw InputError(fmt::format(format, std::forward<Args>(args)...));
+}
+
+}  // namespace tqlab

@@ -1,0 +1,59 @@
+#include "core/mapped_file.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+namespace tqlab {
+
+MappedFile::MappedFile(std::string path) : path_(std::move(path)) {
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open '{}': {}", path_, std::strerror(errno));
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    fail("cannot stat '{}': {}", path_, std::strerror(saved));
+  }
+  if (S_ISDIR(status.st_mode)) {
+    ::close(fd);
+    fail("'{}' is a directory, expected a tensor file (.npy, .npz or .safetensors)", path_);
+  }
+  if (!S_ISREG(status.st_mode)) {
+    ::close(fd);
+    fail("'{}' is not a regular file", path_);
+  }
+  size_ = static_cast<std::uint64_t>(status.st_size);
+  if (size_ > 0) {
+    void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapped == MAP_FAILED) {
+      const int saved = errno;
+      ::close(fd);
+      fail("cannot map '{}': {}", path_, std::strerror(saved));
+    }
+    data_ = static_cast<const std::byte*>(mapped);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {
+  if (data_ == nullptr || length == 0 || offset >= size_) return;
+  const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  // Only whole pages inside the range can be dropped without touching neighbours'.
+  const std::uint64_t begin = (offset + page - 1) / page * page;
+  const std::uint64_t end = std::min(offset + length, size_) / page * page;
+  if (end <= begin) return;
+  ::madvise(const_cast<std::byte*>(data_) + begin, end - begin, MADV_DONTNEED);
+}
+
+}  // namespace tqlab

@@ -1,0 +1,40 @@
+// A read-only memory map of a whole file.
+//
+// Opening checks that the path exists, is a regular file and is readable;
+// each failure is an InputError naming the path. Pages are mapped, not read:
+// a tensor is touched only when converted, and release() gives its pages back
+// (madvise MADV_DONTNEED) so a sweep's resident memory does not grow with
+// the number of layers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace tqlab {
+
+class MappedFile {
+ public:
+  /// Maps `path` read-only. Throws InputError when it cannot.
+  explicit MappedFile(std::string path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::uint64_t size() const { return size_; }
+  /// All bytes of the file (empty for an empty file).
+  std::span<const std::byte> bytes() const { return {data_, static_cast<std::size_t>(size_)}; }
+
+  /// Drops the resident pages covering [offset, offset + length): they are
+  /// read again from the file if touched later.
+  void release(std::uint64_t offset, std::uint64_t length) const;
+
+ private:
+  std::string path_;
+  const std::byte* data_ = nullptr;
+  std::uint64_t size_ = 0;
+};
+
+}  // namespace tqlab

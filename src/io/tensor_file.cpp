@@ -1,0 +1,204 @@
+#include "io/tensor_file.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+#include "core/mapped_file.h"
+#include "io/npy.h"
+#include "io/npz.h"
+#include "io/safetensors.h"
+
+namespace tqlab {
+
+std::int64_t TensorView::element_count() const {
+  std::int64_t count = 1;
+  for (std::int64_t extent : shape) count *= extent;
+  return count;
+}
+
+std::string TensorView::shape_string() const { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+bool TensorView::is_c_contiguous() const {
+  std::int64_t expected = 1;
+  for (std::size_t axis = shape.size(); axis-- > 0;) {
+    if (shape[axis] != 1 && strides[axis] != expected) return false;
+    expected *= shape[axis];
+  }
+  return true;
+}
+
+TensorFile::TensorFile(std::string path, std::string format)
+    : path_(std::move(path)), format_(std::move(format)) {}
+
+TensorFile::~TensorFile() = default;
+
+std::unique_ptr<TensorFile> TensorFile::open(const std::string& path, const OpenOptions& options) {
+  auto mapping = std::make_shared<const MappedFile>(path);
+  const auto bytes = mapping->bytes();
+  auto starts_with = [&](std::string_view magic) {
+    return bytes.size() >= magic.size() && std::memcmp(bytes.data(), magic.data(), magic.size()) == 0;
+  };
+  if (starts_with("\x93NUMPY")) return open_npy(std::move(mapping), options);
+  if (starts_with("PK\x03\x04") || starts_with("PK\x05\x06")) return open_npz(std::move(mapping), options);
+  if (bytes.size() >= 9 && static_cast<char>(bytes[8]) == '{') return open_safetensors(std::move(mapping));
+  if (bytes.empty()) fail("'{}' is empty, expected a .npy, .npz or .safetensors file", path);
+  fail("'{}' is not a .npy, .npz or .safetensors file (unrecognized first bytes)", path);
+}
+
+const TensorView* TensorFile::find(std::string_view name) const {
+  for (const TensorView& tensor : tensors_) {
+    if (tensor.name == name) return &tensor;
+  }
+  return nullptr;
+}
+
+const TensorView& TensorFile::get(std::string_view name) const {
+  if (const TensorView* tensor = find(name)) return *tensor;
+  std::vector<std::string_view> names;
+  for (const TensorView& tensor : tensors_) names.push_back(tensor.name);
+  if (names.size() > 12) {
+    names.resize(12);
+    names.push_back("...");
+  }
+  fail("'{}': no tensor named '{}' (it has: {})", path_, name, fmt::join(names, ", "));
+}
+
+void TensorFile::release(const TensorView& tensor) const {
+  if (mapping_ && tensor.byte_size > 0) mapping_->release(tensor.file_offset, tensor.byte_size);
+}
+
+void TensorFile::set_mapping(std::shared_ptr<const MappedFile> mapping) { mapping_ = std::move(mapping); }
+
+const std::byte* TensorFile::adopt_buffer(std::vector<std::byte> buffer) {
+  owned_buffers_.push_back(std::make_unique<std::vector<std::byte>>(std::move(buffer)));
+  return owned_buffers_.back()->data();
+}
+
+void TensorFile::add_tensor(TensorView view) { tensors_.push_back(std::move(view)); }
+
+void TensorFile::set_metadata(std::map<std::string, std::string> metadata) { metadata_ = std::move(metadata); }
+
+namespace {
+
+template <typename Raw>
+Raw load(const std::byte* at, bool big_endian) {
+  Raw value;
+  std::memcpy(&value, at, sizeof(Raw));
+  if (big_endian) {
+    std::byte* raw = reinterpret_cast<std::byte*>(&value);
+    std::reverse(raw, raw + sizeof(Raw));
+  }
+  return value;
+}
+
+float load_float(const std::byte* at, DType dtype, bool big_endian) {
+  switch (dtype) {
+    case DType::f16: return half_to_float(load<std::uint16_t>(at, big_endian));
+    case DType::bf16:
+    case DType::raw16: return bf16_to_float(load<std::uint16_t>(at, big_endian));
+    case DType::f32: return std::bit_cast<float>(load<std::uint32_t>(at, big_endian));
+    case DType::f64: return static_cast<float>(std::bit_cast<double>(load<std::uint64_t>(at, big_endian)));
+  }
+  return 0.0f;
+}
+
+// Calls visit(element_offset) for every element in C order.
+template <typename Visit>
+void for_each_c_order(const TensorView& tensor, Visit&& visit) {
+  const std::size_t rank = tensor.shape.size();
+  const std::int64_t total = tensor.element_count();
+  if (total == 0) return;
+  std::vector<std::int64_t> index(rank, 0);
+  std::int64_t offset = 0;
+  for (std::int64_t done = 0; done < total; ++done) {
+    visit(offset);
+    for (std::size_t axis = rank; axis-- > 0;) {
+      if (++index[axis] < tensor.shape[axis]) {
+        offset += tensor.strides[axis];
+        break;
+      }
+      offset -= tensor.strides[axis] * (tensor.shape[axis] - 1);
+      index[axis] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void read_floats(const TensorView& tensor, std::int64_t base, std::int64_t step, std::int64_t count,
+                 float* out) {
+  if (tensor.dtype == DType::raw16) {
+    fail("tensor '{}' holds raw 2-byte values; say how to read them (e.g. --bf16 / \"dtype\": \"bf16\")",
+         tensor.name);
+  }
+  const std::size_t size = dtype_size(tensor.dtype);
+  const std::byte* at = tensor.data + base * static_cast<std::int64_t>(size);
+  const std::int64_t byte_step = step * static_cast<std::int64_t>(size);
+  if (!tensor.big_endian && step == 1) {
+    // The common case, kept tight: contiguous little-endian data.
+    switch (tensor.dtype) {
+      case DType::f32: std::memcpy(out, at, static_cast<std::size_t>(count) * 4); return;
+      case DType::f16:
+        for (std::int64_t i = 0; i < count; ++i) out[i] = half_to_float(load<std::uint16_t>(at + 2 * i, false));
+        return;
+      default: break;
+    }
+  }
+  for (std::int64_t i = 0; i < count; ++i) out[i] = load_float(at + i * byte_step, tensor.dtype, tensor.big_endian);
+}
+
+void read_all_floats(const TensorView& tensor, float* out) {
+  if (tensor.is_c_contiguous()) {
+    read_floats(tensor, 0, 1, tensor.element_count(), out);
+    return;
+  }
+  if (tensor.dtype == DType::raw16) read_floats(tensor, 0, 1, 0, out);  // throws the raw16 message
+  float* next = out;
+  for_each_c_order(tensor, [&](std::int64_t offset) { read_floats(tensor, offset, 1, 1, next++); });
+}
+
+std::vector<std::byte> read_all_bytes(const TensorView& tensor) {
+  const std::size_t size = dtype_size(tensor.dtype);
+  std::vector<std::byte> bytes(static_cast<std::size_t>(tensor.element_count()) * size);
+  std::byte* next = bytes.data();
+  for_each_c_order(tensor, [&](std::int64_t offset) {
+    std::memcpy(next, tensor.data + offset * static_cast<std::int64_t>(size), size);
+    if (tensor.big_endian) std::reverse(next, next + size);
+    next += size;
+  });
+  return bytes;
+}
+
+std::vector<std::byte> encode_floats(std::span<const float> values, DType dtype) {
+  std::vector<std::byte> bytes(values.size() * dtype_size(dtype));
+  std::byte* at = bytes.data();
+  for (float value : values) {
+    switch (dtype) {
+      case DType::f16: {
+        const std::uint16_t bits = float_to_half(value);
+        std::memcpy(at, &bits, 2);
+        break;
+      }
+      case DType::bf16:
+      case DType::raw16: {
+        const std::uint16_t bits = float_to_bf16(value);
+        std::memcpy(at, &bits, 2);
+        break;
+      }
+      case DType::f32: std::memcpy(at, &value, 4); break;
+      case DType::f64: {
+        const double wide = value;
+        std::memcpy(at, &wide, 8);
+        break;
+      }
+    }
+    at += dtype_size(dtype);
+  }
+  return bytes;
+}
+
+}  // namespace tqlab

@@ -1,0 +1,112 @@
+// A file of named tensors (.npy, .npz or .safetensors), opened and validated
+// once, its data converted to float on demand.
+//
+// Every reader validates the whole header before any data is touched: a
+// tensor's bytes must lie inside the file and equal product(shape) times the
+// element size, so a 2 GB shape declared in a 1 kB file is an error, not an
+// allocation. Data stays memory-mapped (deflated .npz members are the one
+// exception: they are inflated into memory, after their sizes are checked).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace tqlab {
+
+class MappedFile;
+
+/// One stored tensor: where its elements are and how to read them.
+struct TensorView {
+  std::string name;
+  DType dtype = DType::f32;
+  bool big_endian = false;           ///< elements stored big-endian (npy '>f4')
+  std::vector<std::int64_t> shape;   ///< logical shape, C order of axes
+  std::vector<std::int64_t> strides; ///< per axis, in elements (Fortran order: ascending)
+  const std::byte* data = nullptr;   ///< element (0, ..., 0); null when empty
+  std::uint64_t file_offset = 0;     ///< byte offset of the data in the file (for release)
+  std::uint64_t byte_size = 0;       ///< bytes of data
+
+  std::int64_t element_count() const;
+  /// "[4, 8, 256, 8]"
+  std::string shape_string() const;
+  /// True when strides are C-contiguous.
+  bool is_c_contiguous() const;
+};
+
+/// Options that change how stored bytes are interpreted.
+struct OpenOptions {
+  /// Read 2-byte raw values (npy '<u2', '|V2') as bfloat16.
+  bool raw16_as_bf16 = false;
+};
+
+class TensorFile {
+ public:
+  /// Opens `path`, recognizing the format from its first bytes.
+  /// Throws InputError naming the file (and tensor) on any defect.
+  static std::unique_ptr<TensorFile> open(const std::string& path, const OpenOptions& options = {});
+
+  const std::string& path() const { return path_; }
+  /// "npy", "npz" or "safetensors".
+  const std::string& format() const { return format_; }
+  const std::vector<TensorView>& tensors() const { return tensors_; }
+  /// Free-form string metadata (safetensors "__metadata__").
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+  /// The tensor called `name`, or nullptr.
+  const TensorView* find(std::string_view name) const;
+  /// The tensor called `name`; InputError naming the file and listing names otherwise.
+  const TensorView& get(std::string_view name) const;
+
+  /// Gives back the resident pages of a tensor's data (no-op for inflated data).
+  void release(const TensorView& tensor) const;
+
+  // Readers build files through these (not for general use).
+  TensorFile(std::string path, std::string format);
+  ~TensorFile();
+  void set_mapping(std::shared_ptr<const MappedFile> mapping);
+  /// Keeps `buffer` alive as long as the file; returns its data.
+  const std::byte* adopt_buffer(std::vector<std::byte> buffer);
+  void add_tensor(TensorView view);
+  void set_metadata(std::map<std::string, std::string> metadata);
+
+ private:
+  std::string path_;
+  std::string format_;
+  std::shared_ptr<const MappedFile> mapping_;
+  std::vector<std::unique_ptr<std::vector<std::byte>>> owned_buffers_;
+  std::vector<TensorView> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+/// Converts `count` elements at element offsets base, base + step, ... to float.
+/// Throws InputError for raw16 data (it needs OpenOptions::raw16_as_bf16).
+void read_floats(const TensorView& tensor, std::int64_t base, std::int64_t step,
+                 std::int64_t count, float* out);
+
+/// Converts the whole tensor, in C (row-major) order, to float. out: element_count().
+void read_all_floats(const TensorView& tensor, float* out);
+
+/// The whole tensor's bytes in C order, little-endian, in its own dtype
+/// (what a writer needs to store it again bit-exactly).
+std::vector<std::byte> read_all_bytes(const TensorView& tensor);
+
+/// A tensor to write: raw little-endian C-order bytes of `dtype`.
+struct TensorToWrite {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<std::int64_t> shape;
+  std::span<const std::byte> bytes;  ///< product(shape) * dtype_size(dtype)
+};
+
+/// Encodes floats as little-endian `dtype` bytes (rounding to nearest even).
+std::vector<std::byte> encode_floats(std::span<const float> values, DType dtype);
+
+}  // namespace tqlab

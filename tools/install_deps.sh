@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages tqlab builds and tests with (run as root).
+# Skips apt when every package is already installed, so repeated runs are fast.
+set -euo pipefail
+packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libeigen3-dev libopenblas-dev
+  libspdlog-dev libfmt-dev libgtest-dev libbenchmark-dev zlib1g-dev python3-numpy python3-scipy)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# README quick start 2: install, build and run the whole test suite through ctest,
+# then once more under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Quick subset while developing: ctest --test-dir build -L unit
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/install_deps.sh
+bash tools/build.sh
+ctest --test-dir build --output-on-failure -j "$(nproc)"
+if [ "${TQLAB_SKIP_SANITIZERS:-0}" != 1 ]; then
+  BUILD_DIR=build-asan bash tools/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTQLAB_SANITIZE=ON \
+    -DTQLAB_BUILD_BENCHMARKS=OFF
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE slow
+fi
