@@ -173,6 +173,25 @@ std::vector<std::byte> read_all_bytes(const TensorView& tensor) {
   return bytes;
 }
 
+void write_tensor_file(const std::string& path, std::span<const TensorToWrite> tensors,
+                       const std::map<std::string, std::string>& metadata, bool compressed) {
+  auto ends_with = [&](std::string_view suffix) {
+    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".safetensors")) {
+    write_safetensors(path, tensors, metadata);
+  } else if (ends_with(".npz")) {
+    write_npz(path, tensors, compressed);
+  } else if (ends_with(".npy")) {
+    if (tensors.size() != 1) {
+      fail("'{}': a .npy file holds one tensor, not {}; use .npz or .safetensors", path, tensors.size());
+    }
+    write_npy(path, tensors[0]);
+  } else {
+    fail("'{}': unknown output format, expected a name ending in .safetensors, .npz or .npy", path);
+  }
+}
+
 std::vector<std::byte> encode_floats(std::span<const float> values, DType dtype) {
   std::vector<std::byte> bytes(values.size() * dtype_size(dtype));
   std::byte* at = bytes.data();

@@ -106,6 +106,12 @@ struct TensorToWrite {
   std::span<const std::byte> bytes;  ///< product(shape) * dtype_size(dtype)
 };
 
+/// Writes tensors to `path` in the format its extension names: .safetensors
+/// (with metadata), .npz (deflated when `compressed`), or .npy (exactly one
+/// tensor). Atomic: the file appears whole or not at all.
+void write_tensor_file(const std::string& path, std::span<const TensorToWrite> tensors,
+                       const std::map<std::string, std::string>& metadata = {}, bool compressed = false);
+
 /// Encodes floats as little-endian `dtype` bytes (rounding to nearest even).
 std::vector<std::byte> encode_floats(std::span<const float> values, DType dtype);
 

@@ -1,0 +1,59 @@
+// The quantizer interface: one (role, layer, kv head) tensor of `tokens`
+// vectors of `dim` values in, bytes out, and back.
+//
+// A quantizer sees a whole head tensor because some schemes keep per-tensor
+// side data (fp8's scale, KIVI's per-channel groups over tokens, tq's channel
+// means and outlier channel list). Everything it needs to decode is in the
+// bytes plus its own parameters (spec) and the context (seed, role, layer,
+// head); bits per value are counted from those bytes, never from a formula.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tqlab {
+
+/// Which tensor of attention a vector belongs to (it enters random seeds).
+enum class Role : std::uint8_t { key = 0, value = 1, query = 2 };
+
+/// Where a tensor sits; every random object's seed derives from it.
+struct QuantContext {
+  std::uint64_t seed = 0;  ///< the run's seed
+  Role role = Role::key;
+  int layer = 0;
+  int kv_head = 0;
+};
+
+/// A quantized tensor: the packed bytes and the shape they decode to.
+struct EncodedTensor {
+  std::int64_t tokens = 0;
+  int dim = 0;
+  std::vector<std::uint8_t> bytes;
+
+  /// Stored bits per value: 8 * bytes / (tokens * dim).
+  double bits_per_value() const;
+};
+
+class Quantizer {
+ public:
+  virtual ~Quantizer() = default;
+
+  /// The canonical spec string: parse(spec()).spec() == spec().
+  virtual std::string spec() const = 0;
+
+  /// Throws InputError (naming the spec and the allowed values) when this
+  /// quantizer cannot handle vectors of `dim` values.
+  virtual void check_dim(int dim) const { (void)dim; }
+
+  /// Quantizes and packs x: tokens * dim floats, row-major (one vector per row).
+  /// Throws InputError naming the token when x holds NaN or Inf.
+  virtual EncodedTensor encode(std::int64_t tokens, int dim, const float* x,
+                               const QuantContext& context) const = 0;
+
+  /// Unpacks and dequantizes. out: encoded.tokens * encoded.dim floats.
+  virtual void decode(const EncodedTensor& encoded, const QuantContext& context, float* out) const = 0;
+};
+
+}  // namespace tqlab

@@ -1,0 +1,104 @@
+#include "quant/spec.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+
+namespace tqlab {
+
+ParsedSpec split_spec(std::string_view spec) {
+  ParsedSpec parsed;
+  parsed.text = std::string(spec);
+  const std::size_t colon = spec.find(':');
+  parsed.method = std::string(spec.substr(0, colon));
+  if (parsed.method.empty()) fail("quantizer spec '{}': missing method name before ':'", spec);
+  if (colon == std::string_view::npos) return parsed;
+  std::string_view rest = spec.substr(colon + 1);
+  if (rest.empty()) fail("quantizer spec '{}': nothing after ':'", spec);
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    if (item.empty()) fail("quantizer spec '{}': empty option (doubled or trailing ',')", spec);
+    SpecOption option;
+    const std::size_t equals = item.find('=');
+    option.key = std::string(item.substr(0, equals));
+    if (equals == std::string_view::npos) {
+      option.is_flag = true;
+    } else {
+      option.value = std::string(item.substr(equals + 1));
+      if (option.value.empty()) fail("quantizer spec '{}': option '{}' has no value", spec, option.key);
+    }
+    if (option.key.empty()) fail("quantizer spec '{}': option with no name", spec);
+    for (const SpecOption& earlier : parsed.options) {
+      if (earlier.key == option.key) fail("quantizer spec '{}': option '{}' given twice", spec, option.key);
+    }
+    parsed.options.push_back(std::move(option));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return parsed;
+}
+
+const SpecOption* SpecOptionReader::take(std::string_view key, bool want_flag) {
+  for (std::size_t i = 0; i < spec_.options.size(); ++i) {
+    const SpecOption& option = spec_.options[i];
+    if (option.key != key) continue;
+    if (want_flag && !option.is_flag) {
+      fail("quantizer spec '{}': '{}' is a flag and takes no value", spec_.text, key);
+    }
+    if (!want_flag && option.is_flag) {
+      fail("quantizer spec '{}': option '{}' needs a value ({}=...)", spec_.text, key, key);
+    }
+    used_[i] = true;
+    return &option;
+  }
+  return nullptr;
+}
+
+std::optional<int> SpecOptionReader::integer(std::string_view key, int lo, int hi) {
+  const SpecOption* option = take(key, false);
+  if (option == nullptr) return std::nullopt;
+  int value = 0;
+  const char* begin = option->value.data();
+  const char* end = begin + option->value.size();
+  const auto [stop, error] = std::from_chars(begin, end, value);
+  if (error != std::errc() || stop != end || value < lo || value > hi) {
+    fail("quantizer spec '{}': {}={} is not allowed, expected an integer in {}..{}", spec_.text, key,
+         option->value, lo, hi);
+  }
+  return value;
+}
+
+std::optional<std::string> SpecOptionReader::choice(std::string_view key, const std::vector<std::string>& allowed) {
+  const SpecOption* option = take(key, false);
+  if (option == nullptr) return std::nullopt;
+  if (std::find(allowed.begin(), allowed.end(), option->value) == allowed.end()) {
+    fail("quantizer spec '{}': {}={} is not allowed, expected one of {}", spec_.text, key, option->value,
+         fmt::join(allowed, "|"));
+  }
+  return option->value;
+}
+
+std::optional<std::string> SpecOptionReader::text(std::string_view key) {
+  const SpecOption* option = take(key, false);
+  if (option == nullptr) return std::nullopt;
+  return option->value;
+}
+
+bool SpecOptionReader::flag(std::string_view key) { return take(key, true) != nullptr; }
+
+void SpecOptionReader::finish(const std::vector<std::string>& known) const {
+  for (std::size_t i = 0; i < spec_.options.size(); ++i) {
+    if (used_[i]) continue;
+    if (known.empty()) {
+      fail("quantizer spec '{}': method '{}' takes no options", spec_.text, spec_.method);
+    }
+    fail("quantizer spec '{}': unknown option '{}' for '{}' (known: {})", spec_.text, spec_.options[i].key,
+         spec_.method, fmt::join(known, ", "));
+  }
+}
+
+}  // namespace tqlab
