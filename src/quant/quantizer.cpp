@@ -1,10 +1,32 @@
 #include "quant/quantizer.h"
 
+#include <cmath>
+
+#include "core/error.h"
+
 namespace tqlab {
 
 double EncodedTensor::bits_per_value() const {
   const double values = static_cast<double>(tokens) * dim;
   return values > 0 ? 8.0 * static_cast<double>(bytes.size()) / values : 0.0;
+}
+
+const char* role_name(Role role) {
+  switch (role) {
+    case Role::key: return "key";
+    case Role::value: return "value";
+    case Role::query: return "query";
+  }
+  return "?";
+}
+
+void require_finite(std::int64_t tokens, int dim, const float* x, const QuantContext& context) {
+  const std::int64_t count = tokens * dim;
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (std::isfinite(x[i])) continue;
+    fail("non-finite value ({}) in the {} tensor of layer {}, kv head {}, at token {}, channel {}", x[i],
+         role_name(context.role), context.layer, context.kv_head, i / dim, i % dim);
+  }
 }
 
 }  // namespace tqlab

@@ -36,6 +36,13 @@ struct EncodedTensor {
   double bits_per_value() const;
 };
 
+/// "key", "value", "query".
+const char* role_name(Role role);
+
+/// Throws InputError naming role, layer, head, token and channel of the first
+/// NaN or Inf in x (tokens * dim floats). Every encode() calls it first.
+void require_finite(std::int64_t tokens, int dim, const float* x, const QuantContext& context);
+
 class Quantizer {
  public:
   virtual ~Quantizer() = default;
