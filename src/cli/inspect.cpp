@@ -1,8 +1,159 @@
+// tqlab inspect FILE [--json]: every tensor with statistics; per-layer K/V norms.
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "core/log.h"
+#include "eval/tensor_stats.h"
+#include "io/kv_dump.h"
+#include "io/tensor_file.h"
 
 namespace tqlab::cli {
-void setup_inspect(CLI::App& app, int& exit_code) {
-  auto* command = app.add_subcommand("inspect", "List a tensor file's tensors with statistics");
-  command->callback([&exit_code] { exit_code = 0; });
+namespace {
+
+struct InspectOptions {
+  std::string path;
+  bool json = false;
+  bool bf16 = false;
+  std::string layout;
+  int outliers = 4;
+};
+
+struct TensorReport {
+  const TensorView* tensor;
+  TensorStats stats;
+};
+
+// The axis holding a vector's channels: from --layout, else the file's
+// "layout" metadata, else the last axis.
+int channel_axis(const TensorFile& file, const std::string& layout_option) {
+  std::string layout = layout_option;
+  if (layout.empty()) {
+    const auto found = file.metadata().find("layout");
+    if (found == file.metadata().end()) return -1;
+    layout = found->second;
+    try {
+      return parse_kv_layout(layout).dim_axis;
+    } catch (const InputError&) {
+      return -1;  // metadata we cannot read is not the user's error
+    }
+  }
+  return parse_kv_layout(layout).dim_axis;
 }
+
+nlohmann::json to_json(const TensorFile& file, const std::vector<TensorReport>& reports,
+                       const std::vector<KvLayerStats>& layers) {
+  nlohmann::json out;
+  out["schema"] = "tqlab.inspect/1";
+  out["path"] = file.path();
+  out["format"] = file.format();
+  out["size_bytes"] = std::filesystem::file_size(file.path());
+  out["metadata"] = file.metadata();
+  out["tensors"] = nlohmann::json::array();
+  for (const TensorReport& report : reports) {
+    const TensorStats& s = report.stats;
+    out["tensors"].push_back({{"name", report.tensor->name},
+                              {"dtype", dtype_name(report.tensor->dtype)},
+                              {"shape", report.tensor->shape},
+                              {"count", s.count},
+                              {"nonfinite", s.nonfinite},
+                              {"min", s.min},
+                              {"max", s.max},
+                              {"mean", s.mean},
+                              {"rms", s.rms}});
+  }
+  out["kv_layers"] = nlohmann::json::array();
+  for (const KvLayerStats& layer : layers) {
+    nlohmann::json outliers = nlohmann::json::array();
+    for (const auto& [channel, rms] : layer.outlier_channels) outliers.push_back({{"channel", channel}, {"rms", rms}});
+    out["kv_layers"].push_back({{"layer", layer.names.layer},
+                                {"keys", layer.names.keys},
+                                {"values", layer.names.values},
+                                {"key_norm_mean", layer.key_norm_mean},
+                                {"value_norm_mean", layer.value_norm_mean},
+                                {"norm_ratio", layer.norm_ratio},
+                                {"median_key_channel_rms", layer.median_key_channel_rms},
+                                {"outlier_channels", outliers}});
+  }
+  return out;
+}
+
+void print_table(const TensorFile& file, const std::vector<TensorReport>& reports,
+                 const std::vector<KvLayerStats>& layers) {
+  fmt::print("{} ({}, {} tensors)\n", file.path(), file.format(), reports.size());
+  for (const auto& [key, value] : file.metadata()) fmt::print("  {}: {}\n", key, value);
+  std::size_t name_width = 4;
+  for (const TensorReport& report : reports) name_width = std::max(name_width, report.tensor->name.size());
+  fmt::print("\n{:<{}}  {:<5}  {:<20}  {:>10}  {:>9}  {:>11}  {:>11}  {:>11}  {:>11}\n", "name", name_width, "dtype",
+             "shape", "count", "nonfinite", "min", "max", "mean", "rms");
+  for (const TensorReport& report : reports) {
+    const TensorStats& s = report.stats;
+    fmt::print("{:<{}}  {:<5}  {:<20}  {:>10}  {:>9}  {:>11.4g}  {:>11.4g}  {:>11.4g}  {:>11.4g}\n",
+               report.tensor->name, name_width, dtype_name(report.tensor->dtype), report.tensor->shape_string(),
+               s.count, s.nonfinite, s.min, s.max, s.mean, s.rms);
+  }
+  if (layers.empty()) return;
+  fmt::print("\nK/V pairs: per layer mean key norm / mean value norm, and the key channels of largest RMS\n");
+  fmt::print("{:>5}  {:>12}  {:>12}  {:>8}  {:>10}  {}\n", "layer", "|k| mean", "|v| mean", "|k|/|v|",
+             "median rms", "outlier channels (rms)");
+  for (const KvLayerStats& layer : layers) {
+    std::string outliers;
+    for (const auto& [channel, rms] : layer.outlier_channels) outliers += fmt::format("{}({:.3g}) ", channel, rms);
+    fmt::print("{:>5}  {:>12.4g}  {:>12.4g}  {:>8.2f}  {:>10.4g}  {}\n", layer.names.layer, layer.key_norm_mean,
+               layer.value_norm_mean, layer.norm_ratio, layer.median_key_channel_rms, outliers);
+  }
+}
+
+int run_inspect(const InspectOptions& options) {
+  OpenOptions open_options;
+  open_options.raw16_as_bf16 = options.bf16;
+  const auto file = TensorFile::open(options.path, open_options);
+  std::vector<TensorReport> reports;
+  for (const TensorView& tensor : file->tensors()) {
+    reports.push_back({&tensor, compute_tensor_stats(tensor)});
+    file->release(tensor);
+  }
+  const int axis = channel_axis(*file, options.layout);
+  std::vector<KvLayerStats> layers;
+  for (const KvTensorNames& names : find_kv_tensor_names(*file)) {
+    layers.push_back(measure_kv_layer(*file, names, axis, options.outliers));
+  }
+  if (options.json) {
+    fmt::print("{}\n", to_json(*file, reports, layers).dump(2));
+  } else {
+    print_table(*file, reports, layers);
+  }
+  int exit_code = kExitOk;
+  for (const TensorReport& report : reports) {
+    if (report.stats.nonfinite == 0) continue;
+    log::error("'{}': tensor '{}' holds {} non-finite values (NaN/Inf) of {}", file->path(), report.tensor->name,
+               report.stats.nonfinite, report.stats.count);
+    exit_code = kExitInputError;
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+void setup_inspect(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<InspectOptions>();
+  auto* command = app.add_subcommand(
+      "inspect",
+      "List a tensor file's tensors (.npy, .npz, .safetensors): dtype, shape, count, non-finite count,\n"
+      "min/max/mean/rms; for K/V pairs, per layer the mean key norm / mean value norm and the key\n"
+      "channels with the largest RMS (outlier channels). Exit 2 when a tensor holds NaN/Inf.");
+  command->add_option("file", options->path, "Tensor file")->required();
+  command->add_flag("--json", options->json, "Print JSON (schema tqlab.inspect/1) instead of a table");
+  command->add_flag("--bf16", options->bf16, "Read raw 2-byte npy values (<u2, |V2) as bfloat16");
+  command->add_option("--layout", options->layout,
+                      "Axes of the K/V tensors, e.g. \"seq head token dim\" (default: the file's 'layout' "
+                      "metadata, else the last axis is the head dim)");
+  command->add_option("--outliers", options->outliers, "How many outlier key channels to list per layer")
+      ->default_val(4)
+      ->check(CLI::Range(0, 4096));
+  command->callback([options, &exit_code] { exit_code = run_inspect(*options); });
+}
+
 }  // namespace tqlab::cli

@@ -1,8 +1,64 @@
+// tqlab synth -o FILE: KV-like synthetic tensors (see src/io/synthetic_kv.h).
+#include <fmt/format.h>
+
 #include "cli/commands.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "io/synthetic_kv.h"
 
 namespace tqlab::cli {
-void setup_synth(CLI::App& app, int& exit_code) {
-  auto* command = app.add_subcommand("synth", "Write KV-like synthetic tensors");
-  command->callback([&exit_code] { exit_code = 0; });
+namespace {
+
+struct SynthCommandOptions {
+  SyntheticKvOptions kv;
+  std::string output;
+  std::string dtype = "f16";
+  std::string format;
+};
+
+int run_synth(SynthCommandOptions& options) {
+  const auto dtype = parse_dtype(options.dtype);
+  if (!dtype || *dtype == DType::raw16) {
+    fail("synth: --dtype {} is not allowed, expected f16, bf16, f32 or f64", options.dtype);
+  }
+  options.kv.dtype = *dtype;
+  std::string path = options.output;
+  if (!options.format.empty()) {
+    const std::string extension = "." + options.format;
+    if (!path.ends_with(extension)) {
+      fail("synth: --format {} but the output '{}' does not end in {}", options.format, path, extension);
+    }
+  }
+  write_synthetic_kv(path, options.kv);
+  const SyntheticKvOptions& kv = options.kv;
+  log::info("wrote {}: {} layers x (q {} heads, k/v {} heads) x {} seqs x {} tokens x dim {}, {}, seed {}", path,
+            kv.layers, kv.q_heads, kv.kv_heads, kv.seqs, kv.tokens, kv.dim, options.dtype, kv.seed);
+  return kExitOk;
 }
+
+}  // namespace
+
+void setup_synth(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<SynthCommandOptions>();
+  auto* command = app.add_subcommand(
+      "synth",
+      "Write KV-like synthetic tensors layers.{l}.q/.k/.v: outlier key channels in RoPE pairs, key norms\n"
+      "10-30x value norms (the first layer far higher), post-RoPE keys, queries aimed at earlier keys so\n"
+      "attention is peaked. Layout \"head token dim\" (\"seq head token dim\" with --seqs > 1).\n"
+      "Deterministic for a seed.");
+  command->add_option("-o,--output", options->output, "Output file (.safetensors or .npz)")->required();
+  command->add_option("--layers", options->kv.layers, "Layers")->capture_default_str();
+  command->add_option("--kv-heads", options->kv.kv_heads, "Key/value heads")->capture_default_str();
+  command->add_option("--q-heads", options->kv.q_heads, "Query heads (a multiple of --kv-heads)")
+      ->capture_default_str();
+  command->add_option("--tokens", options->kv.tokens, "Tokens per sequence")->capture_default_str();
+  command->add_option("--seqs", options->kv.seqs, "Independent sequences")->capture_default_str();
+  command->add_option("--dim", options->kv.dim, "Head dim (even)")->capture_default_str();
+  command->add_option("--dtype", options->dtype, "Stored type: f16, bf16, f32, f64")->capture_default_str();
+  command->add_option("--format", options->format, "safetensors or npz (default: from the output's extension)")
+      ->check(CLI::IsMember({"safetensors", "npz"}));
+  command->add_option("--seed", options->kv.seed, "Random seed")->capture_default_str();
+  command->callback([options, &exit_code] { exit_code = run_synth(*options); });
+}
+
 }  // namespace tqlab::cli
