@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/error.h"
 #include "core/log.h"
 #include "eval/tensor_stats.h"
 #include "io/kv_dump.h"
