@@ -93,6 +93,14 @@ class BitReader {
   int filled_ = 0;
 };
 
+/// Writes `count` codes of `bits` bits (1..8) into the stream `out` starting
+/// at stream bit `bit_offset`, in the layout above. The destination bits must
+/// be zero (they are OR-ed in). codes: count values < 2^bits.
+void pack_codes(std::size_t count, const std::uint8_t* codes, int bits, std::uint8_t* out, std::uint64_t bit_offset);
+
+/// Reads `count` codes of `bits` bits from stream bit `bit_offset` of `in`.
+void unpack_codes(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset, int bits, std::uint8_t* codes);
+
 /// Bytes needed for n codes of `bits` bits each.
 constexpr std::size_t packed_bytes(std::size_t count, int bits) {
   return (count * static_cast<std::size_t>(bits) + 7) / 8;

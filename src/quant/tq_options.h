@@ -1,0 +1,48 @@
+// The options of the `tq` quantizer family (TurboQuant / PolarQuant), parsed
+// from a spec string such as "tq:b=3,block=32,nc" (DESIGN.md "Quantizer specs").
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "quant/codebook.h"
+#include "quant/rotation.h"
+#include "quant/spec.h"
+
+namespace tqlab {
+
+enum class QjlMode { none, prod, extra };
+enum class NormType { fp16, bf16, fp32 };
+enum class CenterMode { none, block, channel };
+
+struct TqOptions {
+  int bits = 0;                          ///< b = 1..8, bits per value of the codes (+1 QJL bit with qjl=extra)
+  int block = 0;                         ///< block size B; 0: the head dim
+  std::optional<RotationKind> rotation;  ///< nullopt: hadamard when B is a power of two, else haar
+  CodebookDistribution codebook = CodebookDistribution::beta;
+  bool norm_correction = false;          ///< nc: rescale the decoded direction to unit length
+  bool debias = false;                   ///< divide the decoded direction by alpha = E<Q(u), u>
+  QjlMode qjl = QjlMode::none;           ///< prod: b-1 MSE bits + 1 QJL bit; extra: b MSE bits + 1 QJL bit
+  int qjl_projections = 0;               ///< m; 0: the block size
+  NormType norm = NormType::fp16;        ///< stored type of block norms and residual norms
+  CenterMode center = CenterMode::none;
+  int outlier_channels = 0;              ///< K of outliers=K@B2 (0: none)
+  int outlier_bits = 0;                  ///< B2 of outliers=K@B2
+
+  /// Reads and validates every tq option; refuses combinations that mean nothing.
+  static TqOptions parse(SpecOptionReader& reader);
+
+  /// Canonical spec: "tq:b=3" then non-default options in a fixed order.
+  std::string spec() const;
+
+  /// Bits of the scalar codes per coordinate (b, or b-1 with qjl=prod; 0 for pure QJL).
+  int mse_bits() const { return qjl == QjlMode::prod ? bits - 1 : bits; }
+};
+
+std::string_view norm_type_name(NormType type);
+/// Bytes of one stored norm.
+int norm_type_bytes(NormType type);
+/// `value` rounded to the stored norm type.
+float round_to_norm_type(float value, NormType type);
+
+}  // namespace tqlab

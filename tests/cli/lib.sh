@@ -1,0 +1,55 @@
+# Helpers for CLI tests: sourced by tests/cli/*.sh, which run as
+#   bash NAME.sh TQLAB_BINARY SHARED_DATA_DIR
+# in a scratch directory of their own. A test exits 77 to be reported as skipped.
+set -u
+TQLAB=$1
+SHARED_DATA=$2
+failures=0
+checks=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# expect_exit CODE DESCRIPTION -- COMMAND...: runs COMMAND, captures stdout/stderr to out.txt/err.txt.
+expect_exit() {
+  local want=$1 description=$2
+  shift 3
+  checks=$((checks + 1))
+  "$@" >out.txt 2>err.txt
+  local got=$?
+  if [ "$got" != "$want" ]; then
+    fail "$description: exit $got, expected $want"
+    sed 's/^/    stderr: /' err.txt | head -5 >&2
+  fi
+}
+
+# expect_error_line NEEDLE...: stderr is exactly one line and holds every NEEDLE.
+expect_error_line() {
+  local lines
+  lines=$(grep -c . err.txt)
+  if [ "$lines" != 1 ]; then
+    fail "expected one error line, got $lines: $(head -3 err.txt)"
+  fi
+  local needle
+  for needle in "$@"; do
+    grep -qF -- "$needle" err.txt || fail "error line lacks '$needle': $(cat err.txt)"
+  done
+}
+
+# expect_contains FILE NEEDLE...
+expect_contains() {
+  local file=$1
+  shift
+  local needle
+  for needle in "$@"; do
+    grep -qF -- "$needle" "$file" || fail "$file lacks '$needle'"
+  done
+}
+
+finish() {
+  echo "$checks commands checked, $failures failures"
+  [ "$failures" = 0 ]
+  exit $?
+}
