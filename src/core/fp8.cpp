@@ -9,6 +9,7 @@
 #include "core/fp8.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 
@@ -79,10 +80,11 @@ std::uint8_t float_to_fp8(float value, Fp8Format format) {
   const int exponent = std::max(std::ilogb(magnitude), min_exponent);
   const float mantissa = round_half_even(std::ldexp(magnitude, layout.mantissa_bits - exponent));
   // mantissa is in [2^M, 2^(M+1)] for normals and [0, 2^M] in the subnormal
-  // range (exponent field 1 minus the implicit one gives field 0).
-  int code = ((exponent + layout.exponent_bias) << layout.mantissa_bits) + static_cast<int>(mantissa) -
-             (1 << layout.mantissa_bits);
-  if (code > layout.max_finite_code) code = layout.max_finite_code;
+  // range (exponent field 1 minus the implicit one gives field 0). Below max
+  // nothing rounds past the largest finite code.
+  const int code = ((exponent + layout.exponent_bias) << layout.mantissa_bits) + static_cast<int>(mantissa) -
+                   (1 << layout.mantissa_bits);
+  assert(code <= layout.max_finite_code);
   return static_cast<std::uint8_t>(sign | code);
 }
 
