@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -394,6 +395,34 @@ TEST(KiviQuantizer, ErrorWithinHalfAStepForEveryValue) {
   }
 }
 
+TEST(KiviQuantizer, ErrorWithinHalfAStepWhenOffsetsDominate) {
+  // Groups far from zero with a small spread (like a fixed-sign outlier
+  // channel): fp16's step at the offset dwarfs the quantization step, so a
+  // zero rounded to nearest (above the minimum) or a scale rounded down (in
+  // fp16's subnormal range) would clamp values by far more than scale/2.
+  const std::int64_t tokens = 64;
+  const int dim = 32;
+  for (const auto& [offset, spread] : {std::pair{100.0f, 0.01f}, std::pair{1.0f, 1e-5f}, std::pair{-3.0f, 1e-4f}}) {
+    std::vector<float> x = gaussian_tensor(tokens, dim, 53, spread);
+    for (float& value : x) value += offset;
+    for (int bits : {1, 4, 8}) {
+      const std::string spec = "kivi:b=" + std::to_string(bits);
+      const RoundTrip result = round_trip(spec, tokens, dim, x, Role::key);
+      for (std::int64_t t = 0; t < tokens; ++t) {
+        for (int c = 0; c < dim; ++c) {
+          const std::int64_t group = (t / 32) * dim + c;
+          std::uint16_t scale_bits;
+          std::memcpy(&scale_bits, result.encoded.bytes.data() + group * 4, 2);
+          const double scale = half_to_float(scale_bits);
+          const std::size_t i = static_cast<std::size_t>(t * dim + c);
+          ASSERT_LE(std::fabs(x[i] - result.decoded[i]), scale / 2 + 1e-6 * (std::fabs(offset) + scale))
+              << spec << " offset " << offset << " token " << t << " channel " << c;
+        }
+      }
+    }
+  }
+}
+
 TEST(KiviQuantizer, MseFallsAsBitsRise) {
   const std::int64_t tokens = 128;
   const int dim = 64;
@@ -644,6 +673,11 @@ TEST(BaselineRanges, ValuesBeyondFp16SideDataAreAnInputError) {
   x[2 * 32 + 5] = -70000.0f;  // kivi's zero (the min) does not fit fp16
   const std::string kivi = input_error_message([&] { round_trip("kivi:b=2", 4, 32, x, Role::key); });
   EXPECT_NE(kivi.find("group starting at token 0, channel 5"), std::string::npos) << kivi;
+  // Both ends fit fp16 but the span does not fit one step of kivi:b=1.
+  x[2 * 32 + 5] = -60000.0f;
+  x[2 * 32 + 9] = 60000.0f;
+  const std::string span = input_error_message([&] { round_trip("kivi:b=1", 4, 32, x, Role::value); });
+  EXPECT_NE(span.find("group starting at token 2, channel 0"), std::string::npos) << span;
 }
 
 }  // namespace

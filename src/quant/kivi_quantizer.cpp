@@ -29,14 +29,15 @@ std::uint16_t next_half_down(std::uint16_t bits) {
   return static_cast<std::uint16_t>((bits & 0x8000u) ? bits + 1 : bits - 1);
 }
 
-// The largest fp16 <= value (-Inf when value < -65504).
-std::uint16_t half_at_or_below(float value) {
-  const std::uint16_t bits = float_to_half(value);
+// The largest fp16 <= value (-Inf when value < -65504). Compared in double,
+// so the result is right even when value is not a float.
+std::uint16_t half_at_or_below(double value) {
+  const std::uint16_t bits = float_to_half(static_cast<float>(value));
   return half_to_float(bits) > value ? next_half_down(bits) : bits;
 }
 // The smallest fp16 >= value (+Inf when value > 65504).
-std::uint16_t half_at_or_above(float value) {
-  const std::uint16_t bits = float_to_half(value);
+std::uint16_t half_at_or_above(double value) {
+  const std::uint16_t bits = float_to_half(static_cast<float>(value));
   return half_to_float(bits) < value ? next_half_up(bits) : bits;
 }
 
@@ -47,22 +48,16 @@ struct GroupParameters {
   float zero = 0.0f;
 };
 
-// Chooses fp16 zero <= lo and the smallest fp16 scale whose grid
-// zero + q*scale (q = 0..levels, evaluated in float as decode does) reaches
-// hi. Returns false when either does not fit in fp16.
+// Chooses the largest fp16 zero <= lo and the smallest fp16 scale with
+// zero + levels*scale >= hi, so the grid spans [lo, hi] (up to the float
+// rounding of decode's sum). Returns false when they do not fit in fp16.
 bool fit_group(float lo, float hi, int levels, GroupParameters& group) {
   group.zero_bits = half_at_or_below(lo);
   group.zero = half_to_float(group.zero_bits);
-  if (!std::isfinite(group.zero)) return false;
-  const double needed = (static_cast<double>(hi) - group.zero) / levels;
-  group.scale_bits = half_at_or_above(static_cast<float>(needed));
+  // hi - zero is exact in double whenever the scale can fit fp16 (hi < 2^24).
+  group.scale_bits = half_at_or_above((static_cast<double>(hi) - group.zero) / levels);
   group.scale = half_to_float(group.scale_bits);
-  // The float rounding of `needed` and of the sum may leave the top level a
-  // hair below hi: step the scale up until it is not (at most a step or two).
-  while (std::isfinite(group.scale) && group.zero + static_cast<float>(levels) * group.scale < hi) {
-    group.scale_bits = next_half_up(group.scale_bits);
-    group.scale = half_to_float(group.scale_bits);
-  }
+  // A zero below -65504 is -Inf, which makes the scale +Inf too.
   return std::isfinite(group.scale);
 }
 
