@@ -544,6 +544,30 @@ TEST(BlockQuantizers, Q8_0GoldenBlockRoundsHalvesAwayFromZero) {
   EXPECT_EQ(result.encoded.bytes, expected);
 }
 
+TEST(BlockQuantizers, CodesUseTheFp32ScaleAsGgmlDoes) {
+  // d = 1 + 2^-12 exactly in fp32 but 1.0 in fp16 (0x3C00). ggml computes
+  // codes with the fp32 d: 100.5/d = 100.48 -> 100 for q8_0, where the fp16
+  // d would give 101; likewise 2.5/d + 8.5 -> 10 (q4_0) and 2.5/d + 0.5 -> 2
+  // (q4_1) instead of 11 and 3.
+  const float stretch = 1.0f + std::ldexp(1.0f, -12);
+  std::vector<float> q8(32, 0.0f), q40(32, 0.0f), q41(32, 0.0f);
+  q8[0] = 127.0f * stretch;  // amax -> d = stretch
+  q8[1] = 100.5f;
+  q40[0] = -8.0f * stretch;  // signed extreme -> d = stretch
+  q40[1] = 2.5f;
+  q41[1] = 15.0f * stretch;  // min 0, max -> d = stretch
+  q41[2] = 2.5f;
+  std::vector<std::uint8_t> expected8 = bytes_of({0x00, 0x3C, 127, 100});
+  expected8.resize(34, 0);
+  EXPECT_EQ(round_trip("q8_0", 1, 32, q8).encoded.bytes, expected8);
+  std::vector<std::uint8_t> expected40 = bytes_of({0x00, 0x3C, 0x80, 0x8A});
+  expected40.resize(18, 0x88);
+  EXPECT_EQ(round_trip("q4_0", 1, 32, q40).encoded.bytes, expected40);
+  std::vector<std::uint8_t> expected41 = bytes_of({0x00, 0x3C, 0x00, 0x00, 0x00, 0x0F, 0x02});
+  expected41.resize(20, 0);
+  EXPECT_EQ(round_trip("q4_1", 1, 32, q41).encoded.bytes, expected41);
+}
+
 // ---------------------------------------------------------------- registry-wide properties
 
 TEST(BaselineRegistry, EveryBaselineMethodIsRegistered) {
