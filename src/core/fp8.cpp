@@ -1,14 +1,14 @@
 // Float <-> OCP FP8 conversions (see fp8.h for the formats).
 //
-// Both formats share one encoder: a value's quantum (the gap between
-// neighbouring codes) is 2^(e - mantissa_bits) in binade e, and 2^(emin -
-// mantissa_bits) throughout the subnormal range. Dividing by the quantum and
-// rounding gives the code's mantissa; since codes are ordered like their
-// values, a mantissa that rounds up to the next binade carries into the
-// exponent field by plain integer addition.
+// Both formats share one encoder. In fp8's normal range the code is the
+// float's bit pattern with the mantissa rounded to M bits and the exponent
+// rebiased; since codes are ordered like their values, a mantissa that rounds
+// up into the next binade carries into the exponent by integer addition. In
+// the subnormal range the quantum is fixed, 2^(emin - M), and the code is the
+// rounded count of quanta.
 #include "core/fp8.h"
 
-#include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -21,10 +21,12 @@ struct Fp8Layout {
   int exponent_bias;
   std::uint8_t max_finite_code;  ///< magnitude bits of the largest finite value
   bool has_infinity;             ///< e5m2: exponent field all ones is Inf/NaN
+  float max_value;               ///< the value of max_finite_code
 };
 
 constexpr Fp8Layout layout_of(Fp8Format format) {
-  return format == Fp8Format::e4m3fn ? Fp8Layout{3, 7, 0x7E, false} : Fp8Layout{2, 15, 0x7B, true};
+  return format == Fp8Format::e4m3fn ? Fp8Layout{3, 7, 0x7E, false, 448.0f}
+                                      : Fp8Layout{2, 15, 0x7B, true, 57344.0f};
 }
 
 // Rounds a non-negative value with few integer bits to the nearest integer,
@@ -34,7 +36,7 @@ float round_half_even(float scaled) {
   const float fraction = scaled - whole;  // exact: scaled < 2^5
   if (fraction > 0.5f) return whole + 1.0f;
   if (fraction < 0.5f) return whole;
-  return std::fmod(whole, 2.0f) == 0.0f ? whole : whole + 1.0f;
+  return (static_cast<int>(whole) & 1) == 0 ? whole : whole + 1.0f;
 }
 
 }  // namespace
@@ -43,7 +45,7 @@ const char* fp8_format_name(Fp8Format format) {
   return format == Fp8Format::e4m3fn ? "fp8_e4m3" : "fp8_e5m2";
 }
 
-float fp8_max(Fp8Format format) { return fp8_to_float(layout_of(format).max_finite_code, format); }
+float fp8_max(Fp8Format format) { return layout_of(format).max_value; }
 
 float fp8_min_normal(Fp8Format format) { return std::ldexp(1.0f, 1 - layout_of(format).exponent_bias); }
 
@@ -70,21 +72,32 @@ float fp8_to_float(std::uint8_t code, Fp8Format format) {
 
 std::uint8_t float_to_fp8(float value, Fp8Format format) {
   const Fp8Layout layout = layout_of(format);
-  const std::uint8_t sign = std::signbit(value) ? 0x80 : 0x00;
-  if (std::isnan(value)) return static_cast<std::uint8_t>(sign | 0x7F);  // NaN in both formats
-  const float magnitude = std::fabs(value);
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  const auto sign = static_cast<std::uint8_t>((bits >> 24) & 0x80u);
+  const std::uint32_t magnitude_bits = bits & 0x7FFFFFFFu;
+  if (magnitude_bits > 0x7F800000u) return static_cast<std::uint8_t>(sign | 0x7F);  // NaN in both formats
+  const float magnitude = std::bit_cast<float>(magnitude_bits);
   if (magnitude >= fp8_max(format)) return static_cast<std::uint8_t>(sign | layout.max_finite_code);
-  if (magnitude == 0.0f) return sign;
-  // Below the smallest normal the quantum stays that of the lowest binade.
   const int min_exponent = 1 - layout.exponent_bias;
-  const int exponent = std::max(std::ilogb(magnitude), min_exponent);
-  const float mantissa = round_half_even(std::ldexp(magnitude, layout.mantissa_bits - exponent));
-  // mantissa is in [2^M, 2^(M+1)] for normals and [0, 2^M] in the subnormal
-  // range (exponent field 1 minus the implicit one gives field 0). Below max
-  // nothing rounds past the largest finite code.
-  const int code = ((exponent + layout.exponent_bias) << layout.mantissa_bits) + static_cast<int>(mantissa) -
-                   (1 << layout.mantissa_bits);
-  assert(code <= layout.max_finite_code);
+  int code;
+  if (magnitude_bits >= static_cast<std::uint32_t>(127 + min_exponent) << 23) {
+    // Normal in fp8: drop the low float mantissa bits, rounding the bit
+    // pattern itself half to even; a carry out of the mantissa moves into
+    // the exponent, which is the right next value. Then rebias 127 -> bias.
+    const int dropped = 23 - layout.mantissa_bits;
+    const std::uint32_t rounded =
+        magnitude_bits + ((1u << (dropped - 1)) - 1) + ((magnitude_bits >> dropped) & 1u);
+    code = static_cast<int>(rounded >> dropped) - ((127 - layout.exponent_bias) << layout.mantissa_bits);
+  } else {
+    // Subnormal in fp8 (or zero): a count of quanta 2^(min_exponent - M);
+    // scaling by that power of two is exact, and the count is below 2^M
+    // (rounding up to 2^M gives the smallest normal's code, as it should).
+    const float quantum_inverse =
+        std::bit_cast<float>(static_cast<std::uint32_t>(127 + layout.mantissa_bits - min_exponent) << 23);
+    code = static_cast<int>(round_half_even(magnitude * quantum_inverse));
+  }
+  // Below max nothing rounds past the largest finite code.
+  assert(code >= 0 && code <= layout.max_finite_code);
   return static_cast<std::uint8_t>(sign | code);
 }
 

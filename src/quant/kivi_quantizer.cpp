@@ -153,7 +153,8 @@ EncodedTensor KiviQuantizer::encode(std::int64_t tokens, int dim, const float* x
         // Divide rather than multiply by 1/scale: the rounding then never
         // adds to the scale/2 bound more than one float ulp.
         const float steps = group.scale > 0.0f ? (row[c] - group.zero) / group.scale : 0.0f;
-        const int code = std::clamp(static_cast<int>(std::lround(steps)), 0, levels);
+        // steps >= 0 up to rounding, so floor(steps + 1/2) rounds halves up.
+        const int code = std::clamp(static_cast<int>(std::floor(steps + 0.5f)), 0, levels);
         writer.put(static_cast<std::uint32_t>(code), bits_);
       }
     }
