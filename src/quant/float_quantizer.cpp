@@ -1,8 +1,8 @@
 // Float-storage baselines (fp32, fp16, bf16, fp8_e4m3, fp8_e5m2); the packed
-// layouts are in float_quantizer.h. The fp8 scheme follows the per-tensor
-// fp8 KV caches of serving engines (vLLM kv_cache_dtype=fp8, TensorRT-LLM):
-// one scale per (layer, head) tensor chosen so that the tensor's largest
-// magnitude lands on the format's largest finite value.
+// layouts are in float_quantizer.h. The fp8 scheme models the scaled fp8 KV
+// caches of serving engines with an amax calibration: one scale per (layer,
+// head) tensor chosen so that the tensor's largest magnitude lands on the
+// format's largest finite value.
 #include "quant/float_quantizer.h"
 
 #include <algorithm>

@@ -3,8 +3,8 @@
 //   fp32, fp16, bf16: each value rounded to nearest (ties to even) in that
 //     type (core/dtype.h); fp16 is the 16-bit reference for compression.
 //   fp8_e4m3, fp8_e5m2: OCP FP8 (core/fp8.h) with one fp32 scale per
-//     (layer, head) tensor, as serving engines' fp8 KV caches (vLLM's
-//     per-tensor kv_cache_dtype=fp8): scale = amax / fp8_max (1 for an
+//     (layer, head) tensor, in the manner of serving engines' scaled fp8 KV
+//     caches: scale = amax / fp8_max (1 for an
 //     all-zero tensor), code = fp8(x / scale) rounded to nearest even and
 //     saturated to +-max, x~ = value(code) * scale.
 //
