@@ -354,9 +354,11 @@ TEST_F(SafetensorsTest, MalformedJsonHeader) {
 }
 
 TEST_F(SafetensorsTest, HeaderNotAnObject) {
-  for (std::string_view header : {"[1, 2]", "\"text\"", "42  "}) {
+  const std::map<std::string, std::string> headers = {{"[1, 2]", "array"}, {"\"text\"", "string"}, {"42  ", "number"}};
+  for (const auto& [header, type] : headers) {
     const std::string message = header_error(header, 0);
-    EXPECT_TRUE(mentions(message, "expected an object")) << message;
+    EXPECT_TRUE(mentions(message, "the safetensors header is a JSON " + type + ", expected an object of tensor entries"))
+        << message;
   }
 }
 
