@@ -322,7 +322,8 @@ TEST_F(SafetensorsTest, ReadsUnalignedUnpaddedFilesInDataOffsetOrder) {
 // --- Broken files ------------------------------------------------------------
 
 TEST_F(SafetensorsTest, TruncatedFileNamesTheTensor) {
-  const TensorToWrite tensor{"layers.0.k", DType::f32, {4}, std::vector<std::byte>(16)};
+  const std::vector<std::byte> sixteen(16);
+  const TensorToWrite tensor{"layers.0.k", DType::f32, {4}, sixteen};
   const std::string path = path_in_dir("whole.safetensors");
   write_safetensors(path, {&tensor, 1}, {});
   const std::string whole = file_bytes(path);
