@@ -4,7 +4,8 @@
 // J. Max, "Quantizing for minimum distortion" (1960) for the optimality
 // conditions (centroid = conditional mean of its cell, threshold = midpoint
 // of neighbouring centroids); Zandieh et al., "TurboQuant" (arXiv:2504.19874),
-// Lemma 1 / Theorem 1, for the coordinate marginal f_d and the bounds
+// for the coordinate marginal f_d (its lemma on a random point of the
+// sphere) and Theorem 1's bounds
 // 4^−b <= d·MSE <= (√3·π/2)·4^−b; seed 001 for the d = 128 constants and
 // alpha = E⟨Q(u), u⟩ = 1 − D_mse. (Seed 004's "closed-form Lloyd–Max via
 // erfinv" places thresholds at quantiles: that is quantile quantization, not
@@ -28,8 +29,8 @@
 //    Jacobian is tridiagonal; a line search on ‖G‖ and a plain Lloyd step as
 //    fallback keep it globally convergent. Plain Lloyd converges linearly and
 //    ever more slowly as levels are added (~800 iterations for 1e-15 at
-//    b = 4); Newton needs 4–8 from the companding (Panter–Dite) start, whose
-//    point density ∝ f^(1/3) is asymptotically optimal.
+//    b = 4); Newton needs at most 10 from the companding (Panter–Dite) start,
+//    whose point density ∝ f^(1/3) is asymptotically optimal.
 //  * Narrow cells (b = 8 has 128 per half) are integrated directly by
 //    Gauss–Legendre: as differences of cumulative values their masses keep
 //    only ~13 digits, and that noise would stall Newton above 1e-13.
@@ -56,8 +57,8 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 /// conditional mean of its cell) would move no centroid by more than this
 /// fraction of the largest centroid. Rounding leaves ~1e-15 at the fixed point.
 constexpr double kConvergedRelativeStep = 1e-13;
-/// Newton reaches the tolerance in 2–9 iterations over d = 2..4096, b = 1..8;
-/// this cap only bounds the time of a case that would stall.
+/// Newton reaches the tolerance in at most 10 iterations over d = 2..4096,
+/// b = 1..8 (checked for every d); the cap only bounds a case that would stall.
 constexpr int kMaxLloydMaxIterations = 100;
 
 // ---------------------------------------------------------------------------
