@@ -1,14 +1,19 @@
 // Random rotations: Walsh–Hadamard with random signs, Haar-random dense, identity.
 //
-// Sources: the randomized Hadamard transform as used by QuIP#/TurboQuant-style
-// KV quantizers (seed 000: "random rotation ... fast Walsh–Hadamard"); the fast
-// transform is the textbook in-place butterfly (as in FFHT, Andoni et al.,
-// "Practical and optimal LSH for angular distance", NIPS 2015); Haar sampling
-// via sign-fixed QR follows Mezzadri (2007), section 5.
+// Sources: seed 000, step 2 ("rotate with a randomized Walsh–Hadamard
+// transform, y = H·D·u, D = random signs") and its fwht(), whose butterfly
+// (a + b, a - b) over spans 1, 2, 4, ... and final 1/sqrt(d) this file
+// computes; FFHT (Andoni et al., "Practical and optimal LSH for angular
+// distance", NIPS 2015) for the in-register layout of a fast transform;
+// seed 001's haar(d, rng) = q * sign(diag r) of a Gaussian matrix's QR, which
+// is Mezzadri's ("How to generate random matrices from the classical compact
+// groups", Notices AMS 54, 2007) recipe for Haar measure on O(d).
+//
 // GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512
-// intrinsics when Eigen's products are built with -march=native (GCC bug
-// 105593, fixed in GCC 13). It must be silenced before <immintrin.h> is seen.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+// intrinsics (the deliberately undefined merge operand of _mm512_extractf64x4_pd)
+// when Eigen's products are built with -march=native: GCC bug 105593. It must
+// be silenced before <immintrin.h> is first included.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
