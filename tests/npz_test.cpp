@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include "io/npy.h"
 #include "io/npz.h"
@@ -120,6 +121,35 @@ std::vector<std::byte> small_archive(const ScratchDir& dir, bool compressed) {
   const std::string path = dir.file("broken.npz");
   write_bytes(path, archive);
   return throws_input_error([&] { TensorFile::open(path); }, fragments);
+}
+
+// Raw deflate of `bytes`: zlib's stream minus its 2-byte header and 4-byte Adler-32 trailer.
+std::vector<std::byte> raw_deflate(std::span<const std::byte> bytes) {
+  uLongf size = compressBound(bytes.size());
+  std::vector<std::byte> zlib_stream(size);
+  EXPECT_EQ(compress2(reinterpret_cast<Bytef*>(zlib_stream.data()), &size,
+                      reinterpret_cast<const Bytef*>(bytes.data()), bytes.size(), 6),
+            Z_OK);
+  return std::vector<std::byte>(zlib_stream.begin() + 2, zlib_stream.begin() + static_cast<std::ptrdiff_t>(size) - 4);
+}
+
+// One deflated member "a.npy" holding f32 (2, 3) whose compressed bytes are replaced by
+// `payload`; every offset and the compressed size are moved to match.
+std::vector<std::byte> archive_with_payload(const ScratchDir& dir, std::span<const std::byte> payload) {
+  static const float values[6] = {1, 2, 3, 4, 5, 6};
+  const std::vector<TensorToWrite> tensors = {{"a", DType::f32, {2, 3}, std::as_bytes(std::span(values))}};
+  write_npz(dir.file("one.npz"), tensors, true);
+  const std::vector<std::byte> archive = read_bytes(dir.file("one.npz"));
+  const io_test::ZipLayout layout = zip_layout(archive);
+  const std::size_t data = layout.local_headers[0] + 30 + 5;
+  const std::size_t old_size = get_le(archive, layout.central_headers[0] + kCentralCompressedSize, 4);
+  std::vector<std::byte> out(archive.begin(), archive.begin() + static_cast<std::ptrdiff_t>(data));
+  out.insert(out.end(), payload.begin(), payload.end());
+  out.insert(out.end(), archive.begin() + static_cast<std::ptrdiff_t>(data + old_size), archive.end());
+  const std::size_t central = layout.central_headers[0] + payload.size() - old_size;
+  put_le(out, central + kCentralCompressedSize, 4, payload.size());
+  put_le(out, out.size() - 22 + kEndDirectoryOffset, 4, central);
+  return out;
 }
 
 void replace_all(std::vector<std::byte>& bytes, std::string_view from, std::string_view to) {
@@ -311,6 +341,10 @@ TEST(NpzErrorTest, CorruptCentralDirectory) {
   put_le(archive, layout.central_headers[1] + kCentralLocalOffset, 4, 7);
   EXPECT_TRUE(open_fails(dir, archive, {"broken.npz", "member 'b.npy'", "no local file header at offset 7"}));
 
+  archive = good;  // the local header of member b names another member
+  archive[layout.local_headers[1] + 30] = std::byte{'c'};
+  EXPECT_TRUE(open_fails(dir, archive, {"member 'b.npy'", "names a different member"}));
+
   archive = good;
   put_le(archive, layout.central_headers[1] + kCentralCompressedSize, 4, 0xFFFFFFFF);
   EXPECT_TRUE(open_fails(dir, archive, {"member 'b.npy'", "no zip64 extra field"}));
@@ -367,6 +401,34 @@ TEST(NpzErrorTest, DeflateBombDeclarationIsRefusedBeforeAllocating) {
   archive = good;
   put_le(archive, layout.central_headers[0] + kCentralUncompressedSize, 4, size - 4);
   EXPECT_TRUE(open_fails(dir, archive, {"member 'a.npy'", fmt::format("header implies {}", size)}));
+}
+
+TEST(NpzErrorTest, DeflateStreamLongerOrShorterThanDeclared) {
+  ScratchDir dir;
+  static const float values[6] = {1, 2, 3, 4, 5, 6};
+  const std::vector<std::byte> npy = encode_npy({"a", DType::f32, {2, 3}, std::as_bytes(std::span(values))});
+  // The replacement harness itself yields a good archive.
+  const std::string path = dir.file("rebuilt.npz");
+  write_bytes(path, archive_with_payload(dir, raw_deflate(npy)));
+  EXPECT_EQ(TensorFile::open(path)->tensors()[0].element_count(), 6);
+
+  std::vector<std::byte> longer = npy;
+  longer.resize(npy.size() + 8);  // inflates to 8 bytes more than the member declares
+  EXPECT_TRUE(open_fails(dir, archive_with_payload(dir, raw_deflate(longer)),
+                         {"member 'a.npy'", fmt::format("inflates to more than the {} bytes", npy.size())}));
+
+  const std::vector<std::byte> shorter(npy.begin(), npy.end() - 4);
+  EXPECT_TRUE(open_fails(dir, archive_with_payload(dir, raw_deflate(shorter)),
+                         {"member 'a.npy'", fmt::format("fewer than the {} it declares", npy.size())}));
+
+  std::vector<std::byte> cut = raw_deflate(npy);
+  cut.resize(cut.size() / 2);
+  EXPECT_TRUE(open_fails(dir, archive_with_payload(dir, cut), {"member 'a.npy'", "ends before its deflate stream"}));
+
+  std::vector<std::byte> padded = raw_deflate(npy);
+  padded.resize(padded.size() + 3);
+  EXPECT_TRUE(open_fails(dir, archive_with_payload(dir, padded),
+                         {"member 'a.npy'", "3 bytes of compressed data follow the end"}));
 }
 
 TEST(NpzErrorTest, UnsupportedMethodOrEncryption) {
