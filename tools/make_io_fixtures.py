@@ -80,6 +80,8 @@ def fixtures():
     out.append(("f4_fortran234.npy", {"f4_fortran234": np.asfortranarray(c234)}, "npy"))
     out.append(("f8_fortran_be.npy", {"f8_fortran_be": np.asfortranarray(grid((3, 2), ">f8"))}, "npy"))
     out.append(("f4_rank1.npy", {"f4_rank1": grid((5,), "<f4")}, "npy"))
+    # Rank 16: numpy's spare spaces for the first axis push the data to the next 64 bytes.
+    out.append(("f4_rank16.npy", {"f4_rank16": grid((2,) + (1,) * 14 + (3,), "<f4")}, "npy"))
     out.append(("f4_0d.npy", {"f4_0d": np.array(3.25, dtype="<f4")}, "npy"))
     out.append(("f4_empty.npy", {"f4_empty": np.zeros((3, 0, 2), dtype="<f4")}, "npy"))
     out.append(("f4_v2.npy", {"f4_v2": le["f4"]}, "npy_v2"))
