@@ -202,6 +202,19 @@ TEST(NpzReadTest, StreamedArchiveHasZeroLocalSizes) {
   EXPECT_EQ(TensorFile::open(fixture("streamed.npz"))->tensors().size(), 2u);
 }
 
+// The end record is found behind a comment, even one holding a false end-record signature.
+TEST(NpzReadTest, ArchiveCommentIsSkipped) {
+  ScratchDir dir;
+  std::vector<std::byte> archive = read_bytes(fixture("savez.npz"));
+  const std::string comment = std::string("PK\x05\x06") + std::string(30, 'x');
+  put_le(archive, archive.size() - 2, 2, comment.size());
+  const std::vector<std::byte> tail = io_test::as_bytes(comment);
+  archive.insert(archive.end(), tail.begin(), tail.end());
+  const std::string path = dir.file("commented.npz");
+  write_bytes(path, archive);
+  io_test::expect_matches_fixture(path, "savez.npz");
+}
+
 // --- writing ------------------------------------------------------------------------------
 
 TEST(NpzWriteTest, EveryDtypeRoundTripsBitExactly) {
@@ -228,6 +241,10 @@ TEST(NpzWriteTest, Zip64FormRoundTrips) {
     // The end record defers to the zip64 one, which the locator just before it points at.
     EXPECT_EQ(get_le(archive, archive.size() - 22 + kEndDirectoryOffset, 4), 0xFFFFFFFFu);
     EXPECT_EQ(get_le(archive, archive.size() - 22 - 20, 4), 0x07064b50u);
+    // A zip64 local header saturates both sizes and carries them in a 20-byte extra field.
+    EXPECT_EQ(get_le(archive, kLocalCompressedSize, 4), 0xFFFFFFFFu);
+    EXPECT_EQ(get_le(archive, kLocalCompressedSize + 4, 4), 0xFFFFFFFFu);
+    EXPECT_EQ(get_le(archive, 28, 2), 20u);
     expect_round_trip(path, set);
   }
 }
@@ -348,6 +365,11 @@ TEST(NpzErrorTest, CorruptCentralDirectory) {
   archive = good;
   put_le(archive, layout.central_headers[1] + kCentralCompressedSize, 4, 0xFFFFFFFF);
   EXPECT_TRUE(open_fails(dir, archive, {"member 'b.npy'", "no zip64 extra field"}));
+
+  archive = good;  // a stored member's two sizes must agree
+  put_le(archive, layout.central_headers[0] + kCentralUncompressedSize, 4,
+         get_le(good, layout.central_headers[0] + kCentralUncompressedSize, 4) + 1);
+  EXPECT_TRUE(open_fails(dir, archive, {"member 'a.npy'", "stored member has"}));
 
   archive = good;  // member data running into the central directory
   put_le(archive, layout.central_headers[1] + kCentralCompressedSize, 4, 5000);
