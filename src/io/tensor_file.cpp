@@ -141,6 +141,7 @@ void read_floats(const TensorView& tensor, std::int64_t base, std::int64_t step,
     fail("tensor '{}' holds raw 2-byte values; say how to read them (e.g. --bf16 / \"dtype\": \"bf16\")",
          tensor.name);
   }
+  if (count <= 0) return;  // an empty tensor's data (and the caller's buffer) may be null: no memcpy on null
   const std::size_t size = dtype_size(tensor.dtype);
   const std::byte* at = tensor.data + base * static_cast<std::int64_t>(size);
   const std::int64_t byte_step = step * static_cast<std::int64_t>(size);
