@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <functional>
 
 #include <fmt/ranges.h>
 
@@ -68,7 +69,12 @@ const TensorView& TensorFile::get(std::string_view name) const {
 }
 
 void TensorFile::release(const TensorView& tensor) const {
-  if (mapping_ && tensor.byte_size > 0) mapping_->release(tensor.file_offset, tensor.byte_size);
+  if (!mapping_ || tensor.byte_size == 0) return;
+  // Inflated .npz members live in adopted buffers, not in the mapping: nothing to give back.
+  const auto mapped = mapping_->bytes();
+  const std::less<const std::byte*> before;
+  if (before(tensor.data, mapped.data()) || !before(tensor.data, mapped.data() + mapped.size())) return;
+  mapping_->release(tensor.file_offset, tensor.byte_size);
 }
 
 void TensorFile::set_mapping(std::shared_ptr<const MappedFile> mapping) { mapping_ = std::move(mapping); }
@@ -135,6 +141,7 @@ void read_floats(const TensorView& tensor, std::int64_t base, std::int64_t step,
     fail("tensor '{}' holds raw 2-byte values; say how to read them (e.g. --bf16 / \"dtype\": \"bf16\")",
          tensor.name);
   }
+  if (count <= 0) return;  // an empty tensor's data (and the caller's buffer) may be null: no memcpy on null
   const std::size_t size = dtype_size(tensor.dtype);
   const std::byte* at = tensor.data + base * static_cast<std::int64_t>(size);
   const std::int64_t byte_step = step * static_cast<std::int64_t>(size);
