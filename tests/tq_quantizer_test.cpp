@@ -51,7 +51,7 @@ double relative_mse(const std::vector<float>& x, const std::vector<float>& y) {
 TEST(TqSpecTest, CanonicalFormRoundTrips) {
   for (const char* spec : {"tq:b=4", "tq:b=3,block=32", "tq:b=2,rot=haar,cb=gauss", "tq:b=3,nc", "tq:b=2,debias",
                            "tq:b=3,qjl=prod,qjl_m=64,norm=fp32", "tq:b=3,center=channel,outliers=32@4",
-                           "tq:b=1,qjl=prod", "tq:b=2,qjl=extra", "tq:b=3,block=64,center=block,norm=bf16"}) {
+                           "tq:b=1,qjl=prod", "tq:b=2,qjl=extra", "tq:b=3,block=64,norm=bf16,center=block"}) {
     EXPECT_EQ(make_quantizer(spec)->spec(), spec);
   }
   EXPECT_EQ(make_quantizer("tq:nc,block=32,b=3")->spec(), "tq:b=3,block=32,nc");
