@@ -11,10 +11,12 @@
 //
 // GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512
 // intrinsics (the deliberately undefined merge operand of _mm512_extractf64x4_pd)
-// when Eigen's products are built with -march=native: GCC bug 105593. It must
-// be silenced before <immintrin.h> is first included.
+// when Eigen's products are built with -march=native: GCC bug 105593 (as
+// -Wuninitialized in sanitizer builds). It must be silenced before
+// <immintrin.h> is first included.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include "quant/rotation.h"
