@@ -24,11 +24,12 @@ assert [l["layer"] for l in layers] == [0, 1, 2]
 assert layers[0]["norm_ratio"] > 40, layers[0]["norm_ratio"]
 for l in layers[1:]:
     assert 7 < l["norm_ratio"] < 40, l["norm_ratio"]
-# Outlier channels: the largest key channel RMS well above the median, in RoPE pairs.
+# Outlier channels: the largest key channel RMS well above the median, in the
+# slowly rotating (low-frequency) RoPE pairs, which are the upper half of the dims.
 for l in layers:
     top = l["outlier_channels"]
     assert top[0]["rms"] > 3 * l["median_key_channel_rms"], l
-    assert top[0]["channel"] // 2 == top[1]["channel"] // 2, top
+    assert all(t["channel"] >= 16 for t in top[:2]), top
 PY
 fi
 
