@@ -73,5 +73,30 @@ TEST(TensorStatsTest, MeasuresNormRatioAndOutlierChannels) {
   EXPECT_EQ(stats.outlier_channels[1].first, 2);
 }
 
+// Zero tokens is a valid, empty K/V pair: every mean is 0 and no channel is an outlier
+// (listing every channel at RMS 0 as an "outlier" would be a claim about no data).
+TEST(TensorStatsTest, ZeroTokenLayerListsNoOutlierChannels) {
+  TensorFile file("mem", "test");
+  add_f32_tensor(file, "l.0.k", {2, 0, 4}, {});
+  add_f32_tensor(file, "l.0.v", {2, 0, 4}, {});
+  const KvLayerStats stats = measure_kv_layer(file, {0, "l.0.k", "l.0.v", ""}, -1, 3);
+  EXPECT_EQ(stats.key_norm_mean, 0.0);
+  EXPECT_EQ(stats.norm_ratio, 0.0);
+  EXPECT_EQ(stats.median_key_channel_rms, 0.0);
+  EXPECT_TRUE(stats.outlier_channels.empty());
+}
+
+// Keys that are all NaN/Inf leave no finite vector either: again no outliers, not NaN ones.
+TEST(TensorStatsTest, AllNonFiniteKeysListNoOutlierChannels) {
+  TensorFile file("mem", "test");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  add_f32_tensor(file, "l.0.k", {2, 2}, {nan, 1.0f, 2.0f, std::numeric_limits<float>::infinity()});
+  add_f32_tensor(file, "l.0.v", {2, 2}, {1.0f, 0.0f, 0.0f, 1.0f});
+  const KvLayerStats stats = measure_kv_layer(file, {0, "l.0.k", "l.0.v", ""}, -1, 2);
+  EXPECT_EQ(stats.key_norm_mean, 0.0);
+  EXPECT_DOUBLE_EQ(stats.value_norm_mean, 1.0);
+  EXPECT_TRUE(stats.outlier_channels.empty());
+}
+
 }  // namespace
 }  // namespace tqlab

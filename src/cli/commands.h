@@ -4,11 +4,18 @@
 // in `exit_code`. User errors are thrown as InputError and handled in main.
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 namespace tqlab::cli {
 
 void setup_inspect(CLI::App& app, int& exit_code);
 void setup_synth(CLI::App& app, int& exit_code);
+
+/// The one-line message for a command-line usage error, naming the command the
+/// parser had entered ("tqlab inspect: file is required (see tqlab inspect --help)"),
+/// or the unknown command word. For errors thrown by app.parse(); not for CLI::Success.
+std::string usage_error_message(const CLI::App& app, const CLI::ParseError& error);
 
 }  // namespace tqlab::cli

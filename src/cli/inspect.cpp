@@ -113,6 +113,12 @@ int run_inspect(const InspectOptions& options) {
   const auto file = TensorFile::open(options.path, open_options);
   std::vector<TensorReport> reports;
   for (const TensorView& tensor : file->tensors()) {
+    // The library's own message for raw16 cannot name the file, and --bf16 is this command's answer.
+    if (tensor.dtype == DType::raw16) {
+      fail("'{}': tensor '{}' holds raw 2-byte values (npy '<u2'/'|V2'), expected floats; pass --bf16 to read "
+           "them as bfloat16",
+           file->path(), tensor.name);
+    }
     reports.push_back({&tensor, compute_tensor_stats(tensor)});
     file->release(tensor);
   }
@@ -144,7 +150,8 @@ void setup_inspect(CLI::App& app, int& exit_code) {
       "inspect",
       "List a tensor file's tensors (.npy, .npz, .safetensors): dtype, shape, count, non-finite count,\n"
       "min/max/mean/rms; for K/V pairs, per layer the mean key norm / mean value norm and the key\n"
-      "channels with the largest RMS (outlier channels). Exit 2 when a tensor holds NaN/Inf.");
+      "channels with the largest RMS (outlier channels). Exit 2 with one error line naming the file, the\n"
+      "tensor and what is wrong when the file is malformed, or, after the table, when a tensor holds NaN/Inf.");
   command->add_option("file", options->path, "Tensor file")->required();
   command->add_flag("--json", options->json, "Print JSON (schema tqlab.inspect/1) instead of a table");
   command->add_flag("--bf16", options->bf16, "Read raw 2-byte npy values (<u2, |V2) as bfloat16");

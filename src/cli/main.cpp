@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "tqlab: a laboratory for KV-cache quantization (TurboQuant and its rivals) on real tensors.\n"
       "Exit codes: 0 success, 1 checked and found a difference/violation, 2 usage or input error."};
+  app.name("tqlab");  // usage lines say "tqlab", not the path the binary was started by
   app.set_version_flag("--version", std::string("tqlab ") + TQLAB_VERSION + " (" + TQLAB_GIT_COMMIT + ")");
   app.require_subcommand(1);
   bool verbose = false;
@@ -28,7 +29,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& success) {  // --help, --version
     return app.exit(success);
   } catch (const CLI::ParseError& error) {
-    app.exit(error);
+    // One line like every other error (CLI11's own report adds a second, "Run with --help").
+    tqlab::log::error("{}", tqlab::cli::usage_error_message(app, error));
     return tqlab::kExitInputError;
   } catch (const tqlab::InputError& error) {
     tqlab::log::error("{}", error.what());

@@ -168,9 +168,12 @@ KvLayerStats measure_kv_layer(const TensorFile& file, const KvTensorNames& names
   stats.value_norm_mean = value_vectors > 0 ? value_norm_sum / static_cast<double>(value_vectors) : 0.0;
   stats.norm_ratio = stats.value_norm_mean > 0 ? stats.key_norm_mean / stats.value_norm_mean : 0.0;
 
+  // Without a single finite key vector no channel stands out: list none rather than
+  // every channel at RMS 0 (a zero-length token axis is a valid, empty tensor).
+  if (key_vectors == 0) return stats;
   std::vector<std::pair<int, double>> channels;
   for (std::int64_t c = 0; c < key_dim; ++c) {
-    const double rms = key_vectors > 0 ? std::sqrt(channel_squares[static_cast<std::size_t>(c)] / static_cast<double>(key_vectors)) : 0.0;
+    const double rms = std::sqrt(channel_squares[static_cast<std::size_t>(c)] / static_cast<double>(key_vectors));
     channels.emplace_back(static_cast<int>(c), rms);
   }
   std::vector<double> sorted_rms;

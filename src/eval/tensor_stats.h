@@ -41,9 +41,10 @@ struct KvLayerStats {
   KvTensorNames names;
   double key_norm_mean = 0;    ///< mean L2 norm of the key vectors
   double value_norm_mean = 0;  ///< mean L2 norm of the value vectors
-  double norm_ratio = 0;       ///< key_norm_mean / value_norm_mean
-  double median_key_channel_rms = 0;
-  /// The channels with the largest key RMS (channel, rms), largest first.
+  double norm_ratio = 0;       ///< key_norm_mean / value_norm_mean; 0 when there are no value vectors
+  double median_key_channel_rms = 0;  ///< 0 when there are no key vectors
+  /// The channels with the largest key RMS (channel, rms), largest first;
+  /// empty when there is no finite key vector (zero tokens, or all NaN/Inf).
   std::vector<std::pair<int, double>> outlier_channels;
 };
 

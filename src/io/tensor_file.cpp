@@ -37,6 +37,36 @@ TensorFile::TensorFile(std::string path, std::string format)
 
 TensorFile::~TensorFile() = default;
 
+namespace {
+
+// Says why a file's first bytes match no format. The format is recognized from the
+// bytes, not the name; but the name says which format the user meant, so the message
+// compares the bytes with what that format starts with.
+std::string unrecognized_start(std::string_view path, std::span<const std::byte> bytes) {
+  auto hex = [&](std::size_t count) {
+    std::string out;
+    for (std::size_t i = 0; i < std::min(count, bytes.size()); ++i) {
+      out += fmt::format("{}{:02x}", i == 0 ? "" : " ", std::to_integer<unsigned>(bytes[i]));
+    }
+    return out;
+  };
+  if (path.ends_with(".npy")) return "a .npy file starts with the magic bytes \\x93NUMPY, this one with " + hex(6);
+  if (path.ends_with(".npz")) return "an .npz file starts with a zip signature (50 4b 03 04), this one with " + hex(4);
+  if (path.ends_with(".safetensors")) {
+    if (bytes.size() < 9) {
+      return fmt::format("{} bytes are too few for a safetensors file (an 8-byte header length, then a JSON object)",
+                         bytes.size());
+    }
+    const unsigned found = std::to_integer<unsigned>(bytes[8]);
+    const std::string shown = found >= 0x20 && found < 0x7f ? fmt::format("'{}' ({:02x})", static_cast<char>(found), found)
+                                                             : fmt::format("{:02x}", found);
+    return fmt::format("a safetensors header is a JSON object, '{{' at byte 8, but byte 8 is {}", shown);
+  }
+  return "unrecognized first bytes " + hex(9);
+}
+
+}  // namespace
+
 std::unique_ptr<TensorFile> TensorFile::open(const std::string& path, const OpenOptions& options) {
   auto mapping = std::make_shared<const MappedFile>(path);
   const auto bytes = mapping->bytes();
@@ -47,7 +77,7 @@ std::unique_ptr<TensorFile> TensorFile::open(const std::string& path, const Open
   if (starts_with("PK\x03\x04") || starts_with("PK\x05\x06")) return open_npz(std::move(mapping), options);
   if (bytes.size() >= 9 && static_cast<char>(bytes[8]) == '{') return open_safetensors(std::move(mapping));
   if (bytes.empty()) fail("'{}' is empty, expected a .npy, .npz or .safetensors file", path);
-  fail("'{}' is not a .npy, .npz or .safetensors file (unrecognized first bytes)", path);
+  fail("'{}' is not a .npy, .npz or .safetensors file: {}", path, unrecognized_start(path, bytes));
 }
 
 const TensorView* TensorFile::find(std::string_view name) const {
