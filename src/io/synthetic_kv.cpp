@@ -86,6 +86,61 @@ int attention_target(int t, Rng& rng) {
   return std::min(t, static_cast<int>(rng.uniform() * (t + 1)));
 }
 
+// The scale s of query direction v that gives the target key about `weight`
+// of the causal softmax over keys 0..t at logits s <v, k_i> / sqrt(d). The
+// other keys' mass is estimated from up to 64 of them drawn at random, so the
+// cost does not grow with t; the weight falls monotonically in s when the
+// target's logit leads, and a bisection on log s finds it. Without this the
+// target competes with the sum over all t earlier keys and attention flattens
+// as the context grows (docs/SYNTH.md).
+double query_scale_for_weight(int d, int t, int target, const std::vector<double>& v, const float* keys, double weight,
+                              Rng& rng) {
+  const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
+  auto logit = [&](int i) {
+    double dot = 0.0;
+    for (int c = 0; c < d; ++c) dot += v[c] * keys[static_cast<std::size_t>(i) * d + c];
+    return dot * inv_sqrt_d;
+  };
+  const double target_logit = logit(target);
+  std::vector<double> others;  // other keys' logits minus the target's, at s = 1
+  constexpr int kSample = 64;
+  if (t <= kSample) {
+    for (int i = 0; i <= t; ++i) {
+      if (i != target) others.push_back(logit(i) - target_logit);
+    }
+  } else {
+    for (int drawn = 0; drawn < kSample; ++drawn) {
+      int i = static_cast<int>(rng.uniform() * (t + 1));
+      if (i > t) i = t;
+      if (i == target) i = (i + 1) % (t + 1);
+      others.push_back(logit(i) - target_logit);
+    }
+  }
+  if (others.empty()) return 1.0 / std::sqrt(static_cast<double>(d));  // t == 0: one key takes all the weight
+  const double multiplicity = static_cast<double>(t) / static_cast<double>(others.size());
+  auto target_weight = [&](double s) {
+    double mass = 0.0;
+    for (double delta : others) mass += std::exp(std::min(s * delta, 700.0));
+    return 1.0 / (1.0 + multiplicity * mass);
+  };
+  // Queries stay within +-64 per channel (far inside fp16 and bf16 range).
+  double largest = 1e-12;
+  for (double component : v) largest = std::max(largest, std::fabs(component));
+  double lo = std::log(1e-6 / largest), hi = std::log(64.0 / largest);  // log s
+  if (target_weight(std::exp(hi)) < weight) {
+    // Another key outscores the target (likely at small d, where directions
+    // are crude): aim for a logit 4 above the average key's, as a typical head.
+    double mean_delta = 0.0;
+    for (double delta : others) mean_delta += delta / static_cast<double>(others.size());
+    return mean_delta < 0 ? std::min(std::exp(hi), 4.0 / -mean_delta) : std::exp(lo);
+  }
+  for (int iteration = 0; iteration < 50; ++iteration) {
+    const double mid = 0.5 * (lo + hi);
+    if (target_weight(std::exp(mid)) < weight) lo = mid; else hi = mid;
+  }
+  return std::exp(0.5 * (lo + hi));
+}
+
 }  // namespace
 
 SyntheticKv generate_synthetic_kv(const SyntheticKvOptions& options) {
@@ -158,12 +213,12 @@ SyntheticKv generate_synthetic_kv(const SyntheticKvOptions& options) {
               direction[c] = key[c] - mean_key[c];
               norm2 += direction[c] * direction[c];
             }
-            norm2 = std::max(norm2, 1e-12);
-            const double gap = 3.0 + 6.0 * query_rng.uniform();
-            const double scale = gap * std::sqrt(static_cast<double>(d)) / norm2;
-            const double noise = 0.5 * std::sqrt(norm2 / d);
+            const double noise = 0.5 * std::sqrt(std::max(norm2, 1e-12) / d);
+            for (int c = 0; c < d; ++c) direction[c] += noise * query_rng.gaussian();
+            const double weight = 0.3 + 0.6 * query_rng.uniform();
+            const double scale = query_scale_for_weight(d, t, target, direction, keys, weight, query_rng);
             float* query = queries + static_cast<std::size_t>(t) * d;
-            for (int c = 0; c < d; ++c) query[c] = static_cast<float>(scale * (direction[c] + noise * query_rng.gaussian()));
+            for (int c = 0; c < d; ++c) query[c] = static_cast<float>(scale * direction[c]);
           }
         }
       }

@@ -12,8 +12,9 @@
 //   in real models.
 // - queries: query t of q head h attends mostly to one earlier key j(t): the
 //   first token (an attention sink), a recent token, or a random earlier one;
-//   q_t = s_t * ((k_j - mean_k) + noise), with s_t chosen so that key j's
-//   logit q.k/sqrt(d) beats the typical one by 3-9: attention is peaked.
+//   q_t = s_t * ((k_j - mean_k) + noise), with s_t chosen so that key j
+//   takes 30-90% of the causal softmax(q.k/sqrt(d)) whatever the context
+//   length: attention is peaked, with a sink on the first token.
 // Deterministic for a seed: every draw comes from our own generator.
 #pragma once
 
