@@ -10,5 +10,7 @@ namespace tqlab::cli {
 
 void setup_inspect(CLI::App& app, int& exit_code);
 void setup_synth(CLI::App& app, int& exit_code);
+void setup_list(CLI::App& app, int& exit_code);
+void setup_roundtrip(CLI::App& app, int& exit_code);
 
 }  // namespace tqlab::cli
