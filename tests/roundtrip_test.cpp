@@ -329,6 +329,22 @@ TEST(RoundtripTest, ErrorsNameTheirCauseAndWriteNothing) {
   }
 }
 
+TEST(RoundtripTest, HeadDimsAreCheckedBeforeAnyTensorIsRead) {
+  // Layer 0 is fine for q8_0 but holds a NaN; layer 1's head dim 8 is not.
+  // Checked first, the head dim is the error reported, not the NaN.
+  ScratchDir scratch;
+  InputTensor keys = random_tensor("layers.0.k", DType::f32, {1, 4, 32}, 3);
+  keys.values[5] = NAN;
+  write_input(scratch.file("in.safetensors"), {keys, random_tensor("layers.0.v", DType::f32, {1, 4, 32}, 4),
+                                               random_tensor("layers.1.k", DType::f32, {1, 4, 8}, 5),
+                                               random_tensor("layers.1.v", DType::f32, {1, 4, 8}, 6)});
+  RoundtripOptions options;
+  options.key_spec = "q8_0";
+  options.value_spec = "fp16";
+  EXPECT_TRUE(throws_input_error([&] { run_roundtrip(scratch.file("in.safetensors"), scratch.file("o.npz"), options); },
+                                 {"layers.1.k", "[1, 4, 8]", "q8_0", "head dim 8"}));
+}
+
 TEST(RoundtripTest, NonFiniteInputAndOverflowingOutputNameTheTensor) {
   ScratchDir scratch;
   InputTensor keys = random_tensor("layers.0.k", DType::f32, {2, 16, 32}, 3);
