@@ -199,15 +199,35 @@ TEST(RegistryTest, ExampleSpecsAreCanonical) {
   }
 }
 
+// The packed bytes of a small tensor under `quantizer`, or the message of
+// the InputError its head dim draws: what a spec means, as observed.
+std::string observed_behaviour(const Quantizer& quantizer) {
+  constexpr std::int64_t tokens = 8;
+  constexpr int dim = 64;
+  static const std::vector<float> x = [] {
+    Rng rng(23);
+    std::vector<float> values(static_cast<std::size_t>(tokens * dim));
+    for (float& value : values) value = static_cast<float>(rng.gaussian());
+    return values;
+  }();
+  try {
+    const EncodedTensor encoded = quantizer.encode(tokens, dim, x.data(), context_for(Role::key));
+    return std::string(encoded.bytes.begin(), encoded.bytes.end());
+  } catch (const InputError& error) {
+    return std::string("error: ") + error.what();
+  }
+}
+
 // Every documented option, at each representative value, on each example:
-// where the combination is accepted, its canonical form is a fixed point and
-// does not depend on the order the options were written in.
+// where the combination is accepted, its canonical form is a fixed point,
+// does not depend on the order the options were written in, and means the
+// same: it packs a tensor into the same bytes.
 TEST(RegistryTest, EveryOptionCanonicalizesAndReparses) {
   for (const MethodInfo& method : quantizer_methods()) {
     std::set<std::string> options_seen;  // options present in some canonical spec
     int accepted = 0;
     for (const std::string& example : method.example_specs) {
-      for (const auto& option : split_spec(example).options) options_seen.insert(option.key);
+      for (const auto& option : split_spec(make_quantizer(example)->spec()).options) options_seen.insert(option.key);
       for (const OptionDoc& option : method.options) {
         for (const std::string& value : representative_values(option)) {
           const std::string spec = with_option(example, option.name, value);
@@ -219,6 +239,9 @@ TEST(RegistryTest, EveryOptionCanonicalizesAndReparses) {
           }
           ++accepted;
           EXPECT_EQ(make_quantizer(canonical)->spec(), canonical) << "from " << spec;
+          const std::string behaviour = observed_behaviour(*make_quantizer(spec));
+          EXPECT_TRUE(behaviour == observed_behaviour(*make_quantizer(canonical)))
+              << spec << " and its canonical form " << canonical << " differ";
           EXPECT_EQ(make_quantizer(with_options_reversed(spec))->spec(), canonical) << "from " << spec;
           for (const auto& parsed : split_spec(canonical).options) options_seen.insert(parsed.key);
         }
