@@ -41,16 +41,55 @@ void check_output_path(const std::string& output_path, const TensorFile& input) 
   }
 }
 
-// A value as the output file will hold it: written in `dtype` and read back.
-float as_stored(float value, DType dtype) {
+// Writes `value` as one little-endian element of `dtype` at `out` and returns
+// what the file will hold: the value written and read back.
+float store_element(float value, DType dtype, std::byte* out) {
   switch (dtype) {
-    case DType::f16: return half_to_float(float_to_half(value));
+    case DType::f16: {
+      const std::uint16_t bits = float_to_half(value);
+      std::memcpy(out, &bits, 2);
+      return half_to_float(bits);
+    }
     case DType::bf16:
-    case DType::raw16: return bf16_to_float(float_to_bf16(value));
-    case DType::f32:
-    case DType::f64: return value;
+    case DType::raw16: {
+      const std::uint16_t bits = float_to_bf16(value);
+      std::memcpy(out, &bits, 2);
+      return bf16_to_float(bits);
+    }
+    case DType::f32: std::memcpy(out, &value, 4); return value;
+    case DType::f64: {
+      const double wide = value;
+      std::memcpy(out, &wide, 8);
+      return value;
+    }
   }
   return value;
+}
+
+// Copies one [token][dim] slab of elements (element_size bytes each, packed)
+// to its place in a C-order tensor: element (t, d) goes to
+// base + t * token_stride + d * dim_stride (in elements).
+void scatter_slab(std::int64_t tokens, int dim, std::size_t element_size, const std::byte* slab, std::int64_t base,
+                  std::int64_t token_stride, std::int64_t dim_stride, std::byte* tensor) {
+  const auto row_bytes = static_cast<std::size_t>(dim) * element_size;
+  std::byte* at = tensor + static_cast<std::size_t>(base) * element_size;
+  // "head token dim" and friends: the slab is one run; "token head dim": rows are.
+  if (dim_stride == 1 && token_stride == dim) {
+    std::memcpy(at, slab, static_cast<std::size_t>(tokens) * row_bytes);
+    return;
+  }
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    std::byte* row = at + static_cast<std::size_t>(t * token_stride) * element_size;
+    const std::byte* from = slab + static_cast<std::size_t>(t) * row_bytes;
+    if (dim_stride == 1) {
+      std::memcpy(row, from, row_bytes);
+      continue;
+    }
+    for (int d = 0; d < dim; ++d) {
+      std::memcpy(row + static_cast<std::size_t>(d * dim_stride) * element_size, from + d * element_size,
+                  element_size);
+    }
+  }
 }
 
 // Element strides of a C-contiguous tensor of `shape` (what the writers emit).
@@ -98,6 +137,7 @@ class TensorRoundtrip {
 
     const auto slab_size = static_cast<std::size_t>(tokens * dim);
     std::vector<float> slab(slab_size), decoded(slab_size);
+    std::vector<std::byte> stored_slab(slab_size * element_size);
     for (int seq = 0; seq < shape.seqs; ++seq) {
       for (int head = 0; head < heads; ++head) {
         read(tensor, seq, head, slab.data());
@@ -113,8 +153,9 @@ class TensorRoundtrip {
                error.what());
         }
         result.encoded_bytes += encoded.bytes.size();
+        // The error is measured on what the file will hold, after rounding to its dtype.
         for (std::size_t i = 0; i < slab_size; ++i) {
-          const float stored = as_stored(decoded[i], view.dtype);
+          const float stored = store_element(decoded[i], view.dtype, stored_slab.data() + i * element_size);
           if (!std::isfinite(stored)) {
             fail("'{}': tensor '{}', sequence {}, head {}: '{}' decodes token {}, channel {} to {}, which {} "
                  "cannot hold",
@@ -124,21 +165,10 @@ class TensorRoundtrip {
           const double difference = static_cast<double>(slab[i]) - stored;
           result.squared_error += difference * difference;
           result.energy += static_cast<double>(slab[i]) * slab[i];
-          decoded[i] = stored;
         }
-        // Already representable in the dtype, so encoding is exact.
-        const std::vector<std::byte> bytes = encode_floats(decoded, view.dtype);
-        const std::int64_t base = seq * stride(layout_.seq_axis) + head * stride(layout_.head_axis);
-        const std::int64_t token_stride = stride(layout_.token_axis);
-        const std::int64_t dim_stride = stride(layout_.dim_axis);
-        const std::byte* from = bytes.data();
-        for (std::int64_t t = 0; t < tokens; ++t) {
-          for (int d = 0; d < dim; ++d) {
-            const std::int64_t element = base + t * token_stride + d * dim_stride;
-            std::memcpy(out.data() + element * static_cast<std::int64_t>(element_size), from, element_size);
-            from += element_size;
-          }
-        }
+        scatter_slab(tokens, dim, element_size, stored_slab.data(),
+                     seq * stride(layout_.seq_axis) + head * stride(layout_.head_axis), stride(layout_.token_axis),
+                     stride(layout_.dim_axis), out.data());
       }
     }
     return result;
