@@ -256,6 +256,7 @@ RoundtripReport run_roundtrip(const std::string& input_path, const std::string& 
     add(data.values, Role::value, *value_quantizer, shape.value_dim);
     if (query_quantizer) add(data.queries, Role::query, *query_quantizer, shape.key_dim);
   }
+  // One tensor named by two templates would be quantized twice and written twice.
   for (std::size_t i = 0; i < work.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (work[i].view == work[j].view) {
