@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   int exit_code = tqlab::kExitOk;
   tqlab::cli::setup_inspect(app, exit_code);
   tqlab::cli::setup_synth(app, exit_code);
+  tqlab::cli::setup_list(app, exit_code);
+  tqlab::cli::setup_roundtrip(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -13,6 +13,7 @@ namespace tqlab {
 namespace {
 
 constexpr std::string_view kLayerPlaceholder = "{layer}";
+constexpr int kMaxLayerNumber = 1 << 20;
 
 std::pair<std::string_view, std::string_view> split_template(const std::string& name_template) {
   const std::size_t at = name_template.find(kLayerPlaceholder);
@@ -77,6 +78,40 @@ std::string layer_tensor_name(const std::string& name_template, int layer) {
   return fmt::format("{}{}{}", prefix, layer, suffix);
 }
 
+std::optional<std::vector<int>> parse_layer_list(const std::string& text) {
+  if (text == "all") return std::nullopt;
+  const auto number = [&](std::string_view digits) {
+    int value = 0;
+    const auto [stop, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    // The bound keeps a typo like "0-99999999" from allocating a huge list.
+    if (digits.empty() || error != std::errc() || stop != digits.data() + digits.size() || value < 0 ||
+        value > kMaxLayerNumber) {
+      fail("layer list '{}': '{}' is not a layer number (0..{}); expected \"all\" or numbers and ranges, "
+           "e.g. \"0,2,5-7\"",
+           text, digits, kMaxLayerNumber);
+    }
+    return value;
+  };
+  std::vector<int> layers;
+  std::string_view rest = text;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const std::size_t dash = item.find('-');
+    if (dash == std::string_view::npos) {
+      layers.push_back(number(item));
+    } else {
+      const int first = number(item.substr(0, dash));
+      const int last = number(item.substr(dash + 1));
+      if (first > last) fail("layer list '{}': range '{}' runs backwards", text, item);
+      for (int layer = first; layer <= last; ++layer) layers.push_back(layer);
+    }
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return layers;
+}
+
 KvDump::KvDump(const TensorFile& file, KvDumpSpec spec)
     : file_(file), spec_(std::move(spec)), layout_(parse_kv_layout(spec_.layout)) {
   const std::string& path = file_.path();
@@ -103,7 +138,13 @@ KvDump::KvDump(const TensorFile& file, KvDumpSpec spec)
   }
 
   auto checked_tensor = [&](const std::string& name_template, int layer) -> const TensorView& {
-    const TensorView& tensor = file_.get(layer_tensor_name(name_template, layer));
+    const std::string name = layer_tensor_name(name_template, layer);
+    if (file_.find(name) == nullptr) {
+      // Name the template too: the user wrote the template, not the name.
+      fail("'{}': layer {} has keys '{}' but no tensor '{}' (template '{}')", path, layer,
+           layer_tensor_name(spec_.keys, layer), name, name_template);
+    }
+    const TensorView& tensor = file_.get(name);
     if (static_cast<int>(tensor.shape.size()) != layout_.rank) {
       fail("'{}': tensor '{}' has shape {} ({} axes) but the layout '{}' names {} axes", path, tensor.name,
            tensor.shape_string(), tensor.shape.size(), spec_.layout, layout_.rank);

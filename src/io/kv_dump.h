@@ -62,6 +62,10 @@ std::vector<int> find_template_layers(const TensorFile& file, const std::string&
 /// `name_template` with `{layer}` replaced by `layer`.
 std::string layer_tensor_name(const std::string& name_template, int layer);
 
+/// A layer selection as users write it: "all" (nullopt: every layer found),
+/// or numbers and inclusive ranges, "0,2,5" or "0-3,8". InputError names the text.
+std::optional<std::vector<int>> parse_layer_list(const std::string& text);
+
 class KvDump {
  public:
   /// Validates every selected layer's tensors. `file` must outlive the dump.

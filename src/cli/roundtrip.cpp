@@ -1,0 +1,85 @@
+// tqlab roundtrip IN --k SPEC --v SPEC [--q SPEC] -o OUT: writes the
+// fake-quantized tensors (src/eval/roundtrip.h) and prints, per tensor, the
+// bits per value and the relative MSE.
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "eval/roundtrip.h"
+#include "io/kv_dump.h"
+
+namespace tqlab::cli {
+namespace {
+
+struct RoundtripCommandOptions {
+  std::string input;
+  std::string output;
+  std::string layers = "all";
+  RoundtripOptions roundtrip;
+};
+
+void print_table(const RoundtripReport& report) {
+  std::size_t name_width = 4;
+  std::size_t spec_width = 4;
+  for (const RoundtripTensorResult& tensor : report.tensors) {
+    name_width = std::max(name_width, tensor.name.size());
+    spec_width = std::max(spec_width, tensor.spec.size());
+  }
+  fmt::print("{:<{}}  {:<5}  {:<{}}  {:<5}  {:<20}  {:>10}  {:>12}\n", "name", name_width, "role", "spec",
+             spec_width, "dtype", "shape", "bits/value", "relative MSE");
+  for (const RoundtripTensorResult& tensor : report.tensors) {
+    fmt::print("{:<{}}  {:<5}  {:<{}}  {:<5}  {:<20}  {:>10.6g}  {:>12.6g}\n", tensor.name, name_width,
+               role_name(tensor.role), tensor.spec, spec_width, dtype_name(tensor.dtype),
+               fmt::format("[{}]", fmt::join(tensor.shape, ", ")), tensor.bits_per_value(), tensor.relative_mse());
+  }
+}
+
+int run_roundtrip_command(RoundtripCommandOptions& options) {
+  options.roundtrip.layers = parse_layer_list(options.layers);
+  const RoundtripReport report = run_roundtrip(options.input, options.output, options.roundtrip);
+  print_table(report);
+  log::info("wrote {}: {} tensors fake-quantized, {} copied unchanged (layout \"{}\", seed {})", options.output,
+            report.tensors.size(), report.copied_tensors, report.layout, options.roundtrip.seed);
+  return kExitOk;
+}
+
+}  // namespace
+
+void setup_roundtrip(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<RoundtripCommandOptions>();
+  RoundtripOptions& roundtrip = options->roundtrip;
+  auto* command = app.add_subcommand(
+      "roundtrip",
+      "Write the fake-quantized tensors of a KV dump (quantize -> pack -> unpack -> dequantize) with the same\n"
+      "names, shapes, dtypes and layout, for use in any other pipeline; every other tensor is copied\n"
+      "bit-exactly. Each (layer, sequence, head) is quantized on its own, one rotation per (layer, head).\n"
+      "Prints per tensor the bits per value (from the packed bytes) and the relative MSE sum|x-x~|^2/sum|x|^2.\n"
+      "Specs: see `tqlab list`.");
+  command->add_option("input", options->input, "Input tensor file (.safetensors, .npz, .npy)")->required();
+  command->add_option("--k", roundtrip.key_spec, "Quantizer spec for the keys, e.g. tq:b=3")->required();
+  command->add_option("--v", roundtrip.value_spec, "Quantizer spec for the values, e.g. tq:b=3")->required();
+  command->add_option("--q", roundtrip.query_spec,
+                      "Quantizer spec for the queries (default: queries are copied unchanged)");
+  command->add_option("-o,--output", options->output,
+                      "Output file, format by extension: .safetensors (keeps the metadata and records the "
+                      "specs and seed), .npz, .npy")
+      ->required();
+  command->add_option("--keys", roundtrip.keys, "Name template of the key tensors")->capture_default_str();
+  command->add_option("--values", roundtrip.values, "Name template of the value tensors")->capture_default_str();
+  command->add_option("--queries", roundtrip.queries, "Name template of the query tensors (used with --q)")
+      ->capture_default_str();
+  command->add_option("--layout", roundtrip.layout,
+                      "Axes of the K/V/Q tensors, e.g. \"seq head token dim\" (default: the file's 'layout' "
+                      "metadata, else \"head token dim\")");
+  command->add_option("--layers", options->layers, "Layers to quantize: all, or e.g. 0,2,5-7 (others are copied)")
+      ->capture_default_str();
+  command->add_option("--seed", roundtrip.seed, "Seed of every rotation and projection")->capture_default_str();
+  command->add_flag("--bf16", roundtrip.raw16_as_bf16, "Read raw 2-byte npy values (<u2, |V2) as bfloat16");
+  command->callback([options, &exit_code] { exit_code = run_roundtrip_command(*options); });
+}
+
+}  // namespace tqlab::cli

@@ -1,0 +1,390 @@
+// run_roundtrip (src/eval/roundtrip.h): the output holds, for every layout,
+// exactly what the quantizer decodes per (layer, sequence, head) with the
+// documented context, in the input's names, shapes and dtypes; everything
+// else is copied bit-exactly; errors come before any output exists.
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "eval/roundtrip.h"
+#include "io/kv_dump.h"
+#include "io/tensor_file.h"
+#include "io_test_util.h"
+#include "quant/registry.h"
+
+namespace tqlab {
+namespace {
+
+using io_test::read_bytes;
+using io_test::ScratchDir;
+using io_test::throws_input_error;
+
+// A tensor of the input file, as floats in C order.
+struct InputTensor {
+  std::string name;
+  DType dtype;
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;
+};
+
+std::int64_t element_count(const std::vector<std::int64_t>& shape) {
+  std::int64_t count = 1;
+  for (std::int64_t extent : shape) count *= extent;
+  return count;
+}
+
+// Gaussian values of `scale`, rounded to `dtype` so that they are what the file holds.
+InputTensor random_tensor(const std::string& name, DType dtype, std::vector<std::int64_t> shape, std::uint64_t seed,
+                          float scale = 1.0f) {
+  Rng rng(seed);
+  InputTensor tensor{name, dtype, std::move(shape), {}};
+  tensor.values.resize(static_cast<std::size_t>(element_count(tensor.shape)));
+  for (float& value : tensor.values) value = scale * static_cast<float>(rng.gaussian());
+  const std::vector<std::byte> bytes = encode_floats(tensor.values, dtype);
+  std::vector<float> rounded(tensor.values.size());
+  for (std::size_t i = 0; i < rounded.size(); ++i) {
+    std::uint16_t bits = 0;
+    switch (dtype) {
+      case DType::f16: std::memcpy(&bits, bytes.data() + 2 * i, 2); rounded[i] = half_to_float(bits); break;
+      case DType::bf16: std::memcpy(&bits, bytes.data() + 2 * i, 2); rounded[i] = bf16_to_float(bits); break;
+      default: rounded[i] = tensor.values[i];
+    }
+  }
+  tensor.values = rounded;
+  return tensor;
+}
+
+void write_input(const std::string& path, const std::vector<InputTensor>& tensors,
+                 const std::map<std::string, std::string>& metadata = {}) {
+  std::vector<std::vector<std::byte>> bytes;
+  std::vector<TensorToWrite> outputs;
+  for (const InputTensor& tensor : tensors) bytes.push_back(encode_floats(tensor.values, tensor.dtype));
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    outputs.push_back({tensors[i].name, tensors[i].dtype, tensors[i].shape, bytes[i]});
+  }
+  write_tensor_file(path, outputs, metadata);
+}
+
+std::vector<float> read_tensor(const TensorFile& file, const std::string& name) {
+  const TensorView& view = file.get(name);
+  std::vector<float> values(static_cast<std::size_t>(view.element_count()));
+  read_all_floats(view, values.data());
+  return values;
+}
+
+// Element (seq, head, token, dim) of a tensor stored with `layout`, C order.
+std::size_t element_index(const std::vector<std::int64_t>& shape, const KvLayout& layout, int seq, int head,
+                          std::int64_t token, int dim) {
+  std::vector<std::int64_t> index(shape.size(), 0);
+  if (layout.seq_axis >= 0) index[static_cast<std::size_t>(layout.seq_axis)] = seq;
+  index[static_cast<std::size_t>(layout.head_axis)] = head;
+  index[static_cast<std::size_t>(layout.token_axis)] = token;
+  index[static_cast<std::size_t>(layout.dim_axis)] = dim;
+  std::int64_t flat = 0;
+  for (std::size_t axis = 0; axis < shape.size(); ++axis) flat = flat * shape[axis] + index[axis];
+  return static_cast<std::size_t>(flat);
+}
+
+// What the output must hold for `tensor`: each (seq, head) slab quantized by
+// `spec` with QuantContext{seed, role, layer, head}, rounded to the dtype.
+std::vector<float> expected_output(const InputTensor& tensor, const std::string& layout_text, const std::string& spec,
+                                   Role role, int layer, std::uint64_t seed) {
+  const KvLayout layout = parse_kv_layout(layout_text);
+  const auto extent = [&](int axis) { return axis < 0 ? 1 : static_cast<int>(tensor.shape[static_cast<std::size_t>(axis)]); };
+  const int seqs = extent(layout.seq_axis), heads = extent(layout.head_axis), dim = extent(layout.dim_axis);
+  const std::int64_t tokens = extent(layout.token_axis);
+  const auto quantizer = make_quantizer(spec);
+  std::vector<float> out(tensor.values.size());
+  std::vector<float> slab(static_cast<std::size_t>(tokens * dim)), decoded(slab.size());
+  for (int seq = 0; seq < seqs; ++seq) {
+    for (int head = 0; head < heads; ++head) {
+      for (std::int64_t t = 0; t < tokens; ++t) {
+        for (int d = 0; d < dim; ++d) {
+          slab[static_cast<std::size_t>(t * dim + d)] = tensor.values[element_index(tensor.shape, layout, seq, head, t, d)];
+        }
+      }
+      const QuantContext context{seed, role, layer, head};
+      quantizer->decode(quantizer->encode(tokens, dim, slab.data(), context), context, decoded.data());
+      const std::vector<std::byte> stored = encode_floats(decoded, tensor.dtype);
+      for (std::int64_t t = 0; t < tokens; ++t) {
+        for (int d = 0; d < dim; ++d) {
+          const auto i = static_cast<std::size_t>(t * dim + d);
+          float value = decoded[i];
+          if (tensor.dtype == DType::f16) {
+            std::uint16_t bits;
+            std::memcpy(&bits, stored.data() + 2 * i, 2);
+            value = half_to_float(bits);
+          }
+          out[element_index(tensor.shape, layout, seq, head, t, d)] = value;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- layouts and contexts
+
+TEST(RoundtripTest, Fp32SpecReproducesEveryLayoutBitExactly) {
+  // Extents all differ, so any mix-up of axes moves values.
+  struct Case {
+    std::string layout;
+    std::vector<std::int64_t> key_shape, value_shape;
+  };
+  const Case cases[] = {
+      {"head token dim", {3, 5, 4}, {3, 5, 6}},
+      {"seq head token dim", {2, 3, 5, 4}, {2, 3, 5, 6}},
+      {"token head dim", {5, 3, 4}, {5, 3, 6}},
+      {"batch token head dim", {2, 5, 3, 4}, {2, 5, 3, 6}},
+      {"dim token head", {4, 5, 3}, {6, 5, 3}},
+  };
+  for (const Case& test : cases) {
+    SCOPED_TRACE(test.layout);
+    ScratchDir scratch;
+    const std::vector<InputTensor> input = {random_tensor("layers.0.k", DType::f32, test.key_shape, 1),
+                                            random_tensor("layers.0.v", DType::f32, test.value_shape, 2)};
+    write_input(scratch.file("in.safetensors"), input);
+    RoundtripOptions options;
+    options.key_spec = "fp32";
+    options.value_spec = "fp32";
+    options.layout = test.layout;
+    const RoundtripReport report = run_roundtrip(scratch.file("in.safetensors"), scratch.file("out.npz"), options);
+    ASSERT_EQ(report.tensors.size(), 2u);
+    for (const RoundtripTensorResult& result : report.tensors) {
+      EXPECT_EQ(result.bits_per_value(), 32.0);
+      EXPECT_EQ(result.relative_mse(), 0.0);
+    }
+    const auto output = TensorFile::open(scratch.file("out.npz"));
+    for (const InputTensor& tensor : input) {
+      EXPECT_EQ(output->get(tensor.name).shape, tensor.shape);
+      EXPECT_EQ(read_tensor(*output, tensor.name), tensor.values) << tensor.name;
+    }
+  }
+}
+
+TEST(RoundtripTest, EachHeadIsQuantizedWithItsContextAndTheRestIsCopied) {
+  ScratchDir scratch;
+  const std::string layout = "seq head token dim";
+  // Layers 3 and 5 (numbers in names, not positions, enter the seeds); two
+  // sequences, two kv heads, four query heads; an unrelated tensor; f16 keys.
+  const std::vector<InputTensor> input = {
+      random_tensor("embedding", DType::f32, {7, 3}, 10),
+      random_tensor("blk.3.k", DType::f16, {2, 2, 40, 32}, 11, 4.0f),
+      random_tensor("blk.3.v", DType::f32, {2, 2, 40, 16}, 12),
+      random_tensor("blk.3.q", DType::f16, {2, 4, 40, 32}, 13),
+      random_tensor("blk.5.k", DType::f16, {2, 2, 40, 32}, 14, 4.0f),
+      random_tensor("blk.5.v", DType::f32, {2, 2, 40, 16}, 15),
+      random_tensor("blk.5.q", DType::f16, {2, 4, 40, 32}, 16),
+  };
+  const std::map<std::string, std::string> metadata = {{"layout", layout}, {"model", "test"}};
+  write_input(scratch.file("in.safetensors"), input, metadata);
+
+  RoundtripOptions options;
+  options.key_spec = "tq:b=3";
+  options.value_spec = "kivi:b=2,group=8";
+  options.query_spec = "tq:b=4,rot=haar";
+  options.keys = "blk.{layer}.k";
+  options.values = "blk.{layer}.v";
+  options.queries = "blk.{layer}.q";
+  options.seed = 99;
+  const RoundtripReport report = run_roundtrip(scratch.file("in.safetensors"), scratch.file("out.safetensors"), options);
+  EXPECT_EQ(report.layout, layout);  // from the metadata
+  EXPECT_EQ(report.copied_tensors, 1);
+  ASSERT_EQ(report.tensors.size(), 6u);
+
+  const auto output = TensorFile::open(scratch.file("out.safetensors"));
+  EXPECT_EQ(read_tensor(*output, "embedding"), input[0].values);
+  for (std::size_t i = 1; i < input.size(); ++i) {
+    const InputTensor& tensor = input[i];
+    SCOPED_TRACE(tensor.name);
+    const int layer = tensor.name[4] - '0';
+    const char kind = tensor.name.back();
+    const Role role = kind == 'k' ? Role::key : kind == 'v' ? Role::value : Role::query;
+    const std::string& spec = kind == 'k' ? options.key_spec : kind == 'v' ? options.value_spec : options.query_spec;
+    const TensorView& view = output->get(tensor.name);
+    EXPECT_EQ(view.dtype, tensor.dtype);
+    EXPECT_EQ(view.shape, tensor.shape);
+    const std::vector<float> written = read_tensor(*output, tensor.name);
+    EXPECT_EQ(written, expected_output(tensor, layout, spec, role, layer, options.seed));
+
+    // The report, in file order, counts what was written.
+    const RoundtripTensorResult& result = report.tensors[i - 1];
+    EXPECT_EQ(result.name, tensor.name);
+    EXPECT_EQ(result.role, role);
+    EXPECT_EQ(result.layer, layer);
+    EXPECT_EQ(result.spec, spec);
+    double error = 0, energy = 0;
+    for (std::size_t j = 0; j < written.size(); ++j) {
+      error += (static_cast<double>(tensor.values[j]) - written[j]) * (static_cast<double>(tensor.values[j]) - written[j]);
+      energy += static_cast<double>(tensor.values[j]) * tensor.values[j];
+    }
+    EXPECT_NEAR(result.relative_mse(), error / energy, 1e-12 * error / energy);
+    EXPECT_GT(result.relative_mse(), 0.0);
+    // tq:b=3 at D = 32: 3 + 16/32; tq:b=4 at D = 32: 4.5; kivi:b=2,group=8 values: 2 + 32/8.
+    const double bits = kind == 'k' ? 3.5 : kind == 'q' ? 4.5 : 6.0;
+    EXPECT_DOUBLE_EQ(result.bits_per_value(), bits);
+  }
+  EXPECT_EQ(output->metadata().at("model"), "test");
+  EXPECT_EQ(output->metadata().at("layout"), layout);
+  EXPECT_EQ(output->metadata().at("tqlab.roundtrip.k"), "tq:b=3");
+  EXPECT_EQ(output->metadata().at("tqlab.roundtrip.v"), "kivi:b=2,group=8");
+  EXPECT_EQ(output->metadata().at("tqlab.roundtrip.q"), "tq:b=4,rot=haar");
+  EXPECT_EQ(output->metadata().at("tqlab.roundtrip.seed"), "99");
+  EXPECT_EQ(output->metadata().count("tqlab.version"), 1u);
+
+  // One layer alone comes out as in the full run; the other is copied; with
+  // no query spec the queries are copied too.
+  options.layers = std::vector<int>{5};
+  options.query_spec = "";
+  const RoundtripReport one = run_roundtrip(scratch.file("in.safetensors"), scratch.file("one.safetensors"), options);
+  EXPECT_EQ(one.tensors.size(), 2u);
+  EXPECT_EQ(one.copied_tensors, 5);
+  const auto single = TensorFile::open(scratch.file("one.safetensors"));
+  for (const char* name : {"blk.5.k", "blk.5.v"}) {
+    EXPECT_EQ(read_tensor(*single, name), read_tensor(*output, name)) << name;
+  }
+  for (std::size_t i : {1u, 2u, 3u, 6u}) EXPECT_EQ(read_tensor(*single, input[i].name), input[i].values) << input[i].name;
+  EXPECT_EQ(single->metadata().count("tqlab.roundtrip.q"), 0u);
+}
+
+TEST(RoundtripTest, SameSeedSameBytesOtherSeedOtherBytes) {
+  ScratchDir scratch;
+  write_input(scratch.file("in.safetensors"), {random_tensor("layers.0.k", DType::f16, {2, 16, 64}, 3),
+                                               random_tensor("layers.0.v", DType::f16, {2, 16, 64}, 4)});
+  RoundtripOptions options;
+  options.key_spec = "tq:b=3";
+  options.value_spec = "tq:b=2,qjl=prod";
+  options.seed = 5;
+  run_roundtrip(scratch.file("in.safetensors"), scratch.file("a.safetensors"), options);
+  run_roundtrip(scratch.file("in.safetensors"), scratch.file("b.safetensors"), options);
+  options.seed = 6;
+  run_roundtrip(scratch.file("in.safetensors"), scratch.file("c.safetensors"), options);
+  EXPECT_TRUE(read_bytes(scratch.file("a.safetensors")) == read_bytes(scratch.file("b.safetensors")));
+  // The tensors themselves differ (the recorded seed alone would make the files differ).
+  const auto a = TensorFile::open(scratch.file("a.safetensors"));
+  const auto c = TensorFile::open(scratch.file("c.safetensors"));
+  for (const char* name : {"layers.0.k", "layers.0.v"}) {
+    EXPECT_NE(read_all_bytes(a->get(name)), read_all_bytes(c->get(name))) << name;
+  }
+}
+
+TEST(RoundtripTest, Fp16SpecOnFp16InputIsBitExact) {
+  ScratchDir scratch;
+  write_input(scratch.file("in.safetensors"), {random_tensor("layers.0.k", DType::f16, {2, 16, 8}, 3, 100.0f),
+                                               random_tensor("layers.0.v", DType::bf16, {2, 16, 8}, 4)});
+  RoundtripOptions options;
+  options.key_spec = "fp16";
+  options.value_spec = "bf16";
+  const RoundtripReport report = run_roundtrip(scratch.file("in.safetensors"), scratch.file("out.safetensors"), options);
+  for (const RoundtripTensorResult& result : report.tensors) EXPECT_EQ(result.relative_mse(), 0.0) << result.name;
+  const auto input = TensorFile::open(scratch.file("in.safetensors"));
+  const auto output = TensorFile::open(scratch.file("out.safetensors"));
+  for (const char* name : {"layers.0.k", "layers.0.v"}) {
+    EXPECT_EQ(read_all_bytes(output->get(name)), read_all_bytes(input->get(name))) << name;
+  }
+}
+
+// ---------------------------------------------------------------- errors leave nothing behind
+
+TEST(RoundtripTest, ErrorsNameTheirCauseAndWriteNothing) {
+  ScratchDir scratch;
+  const std::string in = scratch.file("in.safetensors");
+  const std::string out = scratch.file("out.safetensors");
+  write_input(in, {random_tensor("layers.0.k", DType::f16, {2, 16, 8}, 3),
+                   random_tensor("layers.0.v", DType::f16, {2, 16, 8}, 4)});
+  const auto attempt = [&](RoundtripOptions options, const std::string& output) {
+    if (options.key_spec.empty()) options.key_spec = "tq:b=3";
+    if (options.value_spec.empty()) options.value_spec = "tq:b=3";
+    return [options, output, &in] { run_roundtrip(in, output, options); };
+  };
+  RoundtripOptions bad_spec;
+  bad_spec.key_spec = "tq:b=9";
+  EXPECT_TRUE(throws_input_error(attempt(bad_spec, out), {"tq:b=9", "1..8"}));
+  RoundtripOptions bad_dim;
+  bad_dim.value_spec = "q4_0";
+  EXPECT_TRUE(throws_input_error(attempt(bad_dim, out), {in, "layers.0.v", "q4_0", "head dim 8"}));
+  RoundtripOptions missing;
+  missing.keys = "blocks.{layer}.key";
+  EXPECT_TRUE(throws_input_error(attempt(missing, out), {in, "blocks.{layer}.key"}));
+  RoundtripOptions missing_values;
+  missing_values.values = "layers.{layer}.value";
+  EXPECT_TRUE(throws_input_error(attempt(missing_values, out), {in, "layers.0.value", "layers.{layer}.value"}));
+  RoundtripOptions missing_queries;
+  missing_queries.query_spec = "fp16";
+  EXPECT_TRUE(throws_input_error(attempt(missing_queries, out), {in, "layers.0.q", "layers.{layer}.q"}));
+  RoundtripOptions bad_layer;
+  bad_layer.layers = std::vector<int>{1};
+  EXPECT_TRUE(throws_input_error(attempt(bad_layer, out), {in, "layer 1"}));
+  RoundtripOptions same_tensor;
+  same_tensor.values = same_tensor.keys;
+  EXPECT_TRUE(throws_input_error(attempt(same_tensor, out), {"layers.0.k", "two templates"}));
+  EXPECT_TRUE(throws_input_error(attempt({}, scratch.file("out.npy")), {"out.npy", "one tensor"}));
+  EXPECT_TRUE(throws_input_error(attempt({}, scratch.file("out.bin")), {"out.bin", ".safetensors"}));
+  EXPECT_TRUE(throws_input_error(attempt({}, scratch.file("no/dir/out.npz")), {"no/dir/out.npz", "does not exist"}));
+  for (const auto& entry : std::filesystem::directory_iterator(scratch.file(""))) {
+    EXPECT_EQ(entry.path().filename(), "in.safetensors") << "left behind: " << entry.path();
+  }
+}
+
+TEST(RoundtripTest, HeadDimsAreCheckedBeforeAnyTensorIsRead) {
+  // Layer 0 is fine for q8_0 but holds a NaN; layer 1's head dim 8 is not.
+  // Checked first, the head dim is the error reported, not the NaN.
+  ScratchDir scratch;
+  InputTensor keys = random_tensor("layers.0.k", DType::f32, {1, 4, 32}, 3);
+  keys.values[5] = NAN;
+  write_input(scratch.file("in.safetensors"), {keys, random_tensor("layers.0.v", DType::f32, {1, 4, 32}, 4),
+                                               random_tensor("layers.1.k", DType::f32, {1, 4, 8}, 5),
+                                               random_tensor("layers.1.v", DType::f32, {1, 4, 8}, 6)});
+  RoundtripOptions options;
+  options.key_spec = "q8_0";
+  options.value_spec = "fp16";
+  EXPECT_TRUE(throws_input_error([&] { run_roundtrip(scratch.file("in.safetensors"), scratch.file("o.npz"), options); },
+                                 {"layers.1.k", "[1, 4, 8]", "q8_0", "head dim 8"}));
+}
+
+TEST(RoundtripTest, NonFiniteInputAndOverflowingOutputNameTheTensor) {
+  ScratchDir scratch;
+  InputTensor keys = random_tensor("layers.0.k", DType::f32, {2, 16, 32}, 3);
+  keys.values[(16 + 4) * 32 + 7] = NAN;  // head 1, token 4, channel 7
+  write_input(scratch.file("nan.safetensors"), {keys, random_tensor("layers.0.v", DType::f32, {2, 16, 32}, 4)});
+  RoundtripOptions options;
+  options.key_spec = "tq:b=3";
+  options.value_spec = "tq:b=3";
+  EXPECT_TRUE(throws_input_error([&] { run_roundtrip(scratch.file("nan.safetensors"), scratch.file("o.npz"), options); },
+                                 {"nan.safetensors", "layers.0.k", "head 1", "token 4, channel 7"}));
+
+  // q8_0 stores the scale 65504/127 as fp16 516, so 65504 decodes to
+  // 127 * 516 = 65532, which f16 rounds to Inf: the output cannot hold it.
+  InputTensor large = random_tensor("layers.0.k", DType::f16, {1, 1, 32}, 5);
+  large.values[3] = 65504.0f;
+  write_input(scratch.file("large.safetensors"), {large, random_tensor("layers.0.v", DType::f16, {1, 1, 32}, 6)});
+  options.key_spec = "q8_0";
+  options.value_spec = "q8_0";
+  EXPECT_TRUE(throws_input_error(
+      [&] { run_roundtrip(scratch.file("large.safetensors"), scratch.file("o.npz"), options); },
+      {"large.safetensors", "layers.0.k", "q8_0", "token 0, channel 3", "f16 cannot hold"}));
+  EXPECT_FALSE(std::filesystem::exists(scratch.file("o.npz")));
+}
+
+// ---------------------------------------------------------------- layer lists
+
+TEST(LayerListTest, ParsesNumbersAndRanges) {
+  EXPECT_EQ(parse_layer_list("all"), std::nullopt);
+  EXPECT_EQ(parse_layer_list("3"), std::vector<int>{3});
+  EXPECT_EQ(parse_layer_list("0,2,5-7"), (std::vector<int>{0, 2, 5, 6, 7}));
+  EXPECT_EQ(parse_layer_list("4-4,1"), (std::vector<int>{4, 1}));
+  for (const char* bad : {"", "1,,2", "1,", "7-5", "x", "-1", "1-", "2.5", "all,1", "99999999"}) {
+    EXPECT_TRUE(throws_input_error([&] { parse_layer_list(bad); }, {"layer list '" + std::string(bad) + "'"})) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace tqlab
