@@ -10,6 +10,7 @@
 // them and say so in its commit message. The Haar rows (rot=haar, D = 96)
 // also depend on the FMA path of HaarRotation and on Eigen's QR, so they hold
 // for builds with AVX2 + FMA such as the default -march=native one here.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "quant/registry.h"
 
@@ -132,6 +134,39 @@ TEST(TqLayoutTest, EachRowEncodesAndDecodesAloneAsInABatch) {
       quantizer->decode(alone, context, alone_decoded.data());
       ASSERT_EQ(0, std::memcmp(alone_decoded.data(), batch_decoded.data() + t * dim, sizeof(float) * dim))
           << spec << " token " << t;
+    }
+  }
+}
+
+// encode finds NaN and Inf through the block norms instead of a scan of its
+// own; the error must still name the first non-finite value of the tensor,
+// even when an earlier token's norm overflows fp16 (which alone is an error
+// of its own) and when the value sits in a later chunk.
+TEST(TqLayoutTest, NonFiniteValuesAreNamedAsByAnUpfrontScan) {
+  const std::int64_t tokens = 300;
+  const int dim = 128;
+  for (const char* spec : {"tq:b=4", "tq:b=4,block=32", "tq:b=3,block=32,center=block", "tq:b=3,center=channel",
+                           "tq:b=2,outliers=8@3", "tq:b=3,qjl=prod"}) {
+    for (const float bad : {NAN, INFINITY, -INFINITY}) {
+      auto x = layout_tensor(tokens, dim, 9);
+      for (int c = 0; c < dim; ++c) x[static_cast<std::size_t>(3 * dim + c)] = 1e5f;  // norm beyond fp16
+      x[static_cast<std::size_t>(270 * dim + 77)] = bad;
+      x[static_cast<std::size_t>(280 * dim + 5)] = NAN;
+      try {
+        make_quantizer(spec)->encode(tokens, dim, x.data(), QuantContext{});
+        FAIL() << spec << ": non-finite input accepted";
+      } catch (const InputError& error) {
+        EXPECT_NE(std::string(error.what()).find("token 270, channel 77"), std::string::npos) << spec << ": "
+                                                                                               << error.what();
+      }
+    }
+    auto x = layout_tensor(tokens, dim, 9);
+    for (int c = 0; c < dim; ++c) x[static_cast<std::size_t>(3 * dim + c)] = 1e5f;
+    try {
+      make_quantizer(spec)->encode(tokens, dim, x.data(), QuantContext{});
+      FAIL() << spec << ": a norm beyond fp16 accepted";
+    } catch (const InputError& error) {
+      EXPECT_NE(std::string(error.what()).find("token 3 has norm"), std::string::npos) << spec << ": " << error.what();
     }
   }
 }
