@@ -24,8 +24,6 @@ std::uint32_t float_bits(float value) {
   return bits;
 }
 
-// Rows whose entries span many binades, so that the order of the additions
-// decides the last bit of many norms.
 // The definition the kernels implement: the number of float boundaries strictly below y.
 int boundaries_below(const Codebook& codebook, float y) {
   int count = 0;
@@ -33,6 +31,7 @@ int boundaries_below(const Codebook& codebook, float y) {
   return count;
 }
 
+// Rows whose entries span many binades.
 std::vector<float> wide_range_values(std::size_t count, std::uint64_t seed) {
   Rng rng(seed);
   std::vector<float> values(count);
@@ -40,13 +39,43 @@ std::vector<float> wide_range_values(std::size_t count, std::uint64_t seed) {
   return values;
 }
 
+// A row (width >= 12) whose float norm depends on the order of the additions,
+// down to one unit in the last place of the double sum. Squares 1, 2^-24,
+// 2^-24, 2^-48 sum exactly to m^2, m = 1 + 2^-24 the midpoint between the
+// floats 1 and 1 + 2^-23; one more square 2^-52 (one ulp of the sum) keeps
+// sqrt below m + half an ulp, so the norm rounds to m and then (a tie, to
+// even) to 1. Every other entry is 2^-27: its square 2^-54 vanishes when added
+// to a running sum >= 1, as in index order (1 comes first). Any order that
+// adds some of them together first (reversed, pairwise, one accumulator per
+// SIMD lane) keeps at least one more ulp and gets 1 + 2^-23 instead.
+// scale: a power of two (exact).
+void fill_order_sensitive_row(int width, float scale, float* row) {
+  for (int c = 0; c < width; ++c) row[c] = scale * std::ldexp(1.0f, -27);
+  row[0] = scale;
+  row[width / 3] = scale * std::ldexp(1.0f, -12);
+  row[width / 2] = scale * std::ldexp(1.0f, -12);
+  row[2 * width / 3] = scale * std::ldexp(1.0f, -26);
+  row[width - 1] = scale * std::ldexp(1.0f, -24);
+}
+
+// The same squares summed from the last column to the first.
+float reversed_norm(int width, const float* row) {
+  double sum = 0;
+  for (int c = width; c-- > 0;) sum += static_cast<double>(row[c]) * row[c];
+  return static_cast<float>(std::sqrt(sum));
+}
+
 TEST(TqKernelsTest, RowNormsEqualVectorNormBitForBit) {
-  int differing_from_float_sum = 0;
-  for (int width : {2, 3, 4, 5, 8, 32, 96, 128, 130, 256}) {
+  int order_sensitive_rows = 0;
+  for (int width : {2, 3, 4, 5, 8, 12, 32, 96, 128, 130, 256}) {
     for (std::int64_t rows : {1, 3, 4, 5, 15, 16, 17, 37}) {
       for (std::int64_t padding : {0, 3}) {
         const std::int64_t stride = width + padding;
-        const auto x = wide_range_values(static_cast<std::size_t>(rows * stride), 100 + width + rows);
+        auto x = wide_range_values(static_cast<std::size_t>(rows * stride), 100 + width + rows);
+        // Every third row is order-sensitive, at scales 2^-8 .. 2^8.
+        for (std::int64_t r = 0; width >= 12 && r < rows; r += 3) {
+          fill_order_sensitive_row(width, std::ldexp(1.0f, static_cast<int>(r % 17) - 8), x.data() + r * stride);
+        }
         std::vector<float> fast(static_cast<std::size_t>(rows)), reference(fast.size());
         row_norms(rows, width, stride, x.data(), fast.data());
         row_norms_reference(rows, width, stride, x.data(), reference.data());
@@ -55,14 +84,12 @@ TEST(TqKernelsTest, RowNormsEqualVectorNormBitForBit) {
           ASSERT_EQ(float_bits(fast[i]), float_bits(reference[i])) << "width " << width << " rows " << rows
                                                                    << " row " << r;
           ASSERT_EQ(reference[i], vector_norm(width, x.data() + r * stride));
-          float float_sum = 0;  // a sloppier sum, to show the data can tell orders apart
-          for (int c = 0; c < width; ++c) float_sum += x[static_cast<std::size_t>(r * stride + c)] * x[static_cast<std::size_t>(r * stride + c)];
-          differing_from_float_sum += std::sqrt(float_sum) != reference[i];
+          order_sensitive_rows += reversed_norm(width, x.data() + r * stride) != reference[i];
         }
       }
     }
   }
-  EXPECT_GT(differing_from_float_sum, 100) << "the data must be able to expose a changed summation";
+  EXPECT_GT(order_sensitive_rows, 100) << "the data must be able to expose a changed order of additions";
 }
 
 // Random coordinates of a rotated unit vector, every boundary, its float

@@ -165,8 +165,8 @@ constexpr std::uint64_t join_codes(std::uint64_t spread, int bits) {
   return (spread & field4) | ((spread >> (32 - 4 * bits)) & (field4 << (4 * bits)));
 }
 
-// The inverse of join_codes: the low 8*bits bits of `packed` (higher bits zero)
-// spread to one code per byte.
+// The inverse of join_codes: the low 8*bits bits of `packed` spread to one
+// code per byte (the masks drop any higher bits).
 constexpr std::uint64_t split_codes(std::uint64_t packed, int bits) {
   const std::uint64_t field4 = low_bits(4 * bits);
   packed = (packed & field4) | ((packed << (32 - 4 * bits)) & (field4 << 32));
@@ -181,13 +181,14 @@ static_assert(split_codes(0x76543210ull, 4) == 0x0706050403020100ull);
 static_assert(join_codes(0x0101010101010101ull, 1) == 0xFFull);
 static_assert(split_codes(join_codes(0x0705030106040200ull, 3), 3) == 0x0705030106040200ull);
 
-// The eight codes' `bits` bytes at `at`; `room` says whether a whole 8-byte
-// word may be read there.
+// The eight codes' `bits` bytes at `at` in the low bits of a word; `room`
+// says whether a whole 8-byte word may be read there (its bytes past the
+// group are then in the high bits, which split_codes ignores).
 inline std::uint64_t load_group(const std::uint8_t* at, int bits, bool room) {
   std::uint64_t word = 0;
   if (room) {
     std::memcpy(&word, at, 8);
-    return word & low_bits(8 * bits);
+    return word;
   }
   for (int k = 0; k < bits; ++k) word |= static_cast<std::uint64_t>(at[k]) << (8 * k);
   return word;
