@@ -180,15 +180,66 @@ class GroupCodec {
     }
     const auto block = static_cast<std::size_t>(group.block);
     rows_.resize(static_cast<std::size_t>(kChunkTokens) * block);
+    if (group.blocks > 1) chunk_.resize(static_cast<std::size_t>(kChunkTokens) * static_cast<std::size_t>(group.size()));
     row_scales_.resize(static_cast<std::size_t>(kChunkTokens));
     codes_.resize(block);
     signs_.resize(static_cast<std::size_t>(std::max(group.projections, 1)));
     residual_.resize(block);
   }
 
-  // Quantizes block `block` of rows [first, first + n) (n <= kChunkTokens) of input.source.
-  void encode_rows(std::int64_t first, std::int64_t n, int block, const EncodeInput& input,
-                   const GroupSections& sections, std::uint8_t* bytes, const QuantContext& context) {
+  // Quantizes rows [first, first + n) (n <= kChunkTokens) of input.source:
+  // every block's norms and rotation, then (without QJL) the codes of all of
+  // them in one run, since the stream orders codes by (token, block).
+  void encode_chunk(std::int64_t first, std::int64_t n, const EncodeInput& input, const GroupSections& sections,
+                    std::uint8_t* bytes, const QuantContext& context) {
+    const int B = group_.block;
+    const int width = group_.size();
+    for (int block = 0; block < group_.blocks; ++block) {
+      encode_block_rows(first, n, block, input, sections, bytes, context);
+      if (group_.projections > 0) {
+        for (std::int64_t row = 0; row < n; ++row) {
+          encode_residual(first + row, block, rows_.data() + row * B, sections, bytes);
+        }
+      } else if (group_.blocks > 1) {
+        for (std::int64_t row = 0; row < n; ++row) {
+          std::copy_n(rows_.data() + row * B, B, chunk_.data() + row * width + block * B);
+        }
+      }
+    }
+    if (group_.projections == 0) {
+      const float* directions = group_.blocks == 1 ? rows_.data() : chunk_.data();
+      quantize_and_pack(static_cast<std::size_t>(n * width), directions, *codebook_, bytes + sections.codes,
+                        code_bit(first, 0));
+    }
+  }
+
+  // Decodes rows [first, first + n) (n <= kChunkTokens) into the group's channels of out: tokens x dim floats.
+  void decode_chunk(std::int64_t first, std::int64_t n, const GroupSections& sections, const std::uint8_t* bytes,
+                    int dim, float* out) {
+    const int B = group_.block;
+    const int width = group_.size();
+    float* centroids = group_.blocks == 1 ? rows_.data() : chunk_.data();
+    if (group_.mse_bits > 0) {
+      unpack_and_dequantize(static_cast<std::size_t>(n * width), bytes + sections.codes, code_bit(first, 0),
+                            *codebook_, centroids);
+    } else {
+      std::fill(centroids, centroids + n * width, 0.0f);
+    }
+    for (int block = 0; block < group_.blocks; ++block) {
+      if (group_.blocks > 1) {
+        for (std::int64_t row = 0; row < n; ++row) {
+          std::copy_n(chunk_.data() + row * width + block * B, B, rows_.data() + row * B);
+        }
+      }
+      decode_block_rows(first, n, block, sections, bytes, dim, out);
+    }
+  }
+
+ private:
+  // Norms of block `block` of rows [first, first + n) of input.source, stored;
+  // their directions rotated into rows_ (n x B).
+  void encode_block_rows(std::int64_t first, std::int64_t n, int block, const EncodeInput& input,
+                         const GroupSections& sections, std::uint8_t* bytes, const QuantContext& context) {
     const int B = group_.block;
     const int dim = input.dim;
     const float* x = input.source;
@@ -224,41 +275,16 @@ class GroupCodec {
       for (int i = 0; i < B; ++i) u[i] = in[i] * inverse;
     }
     rotations_[static_cast<std::size_t>(block)]->forward(n, rows, rows);
-    if (group_.projections == 0) {
-      // Without QJL the codes are all this step writes: one packed run per
-      // chunk when a row is one block, else one per row.
-      if (group_.blocks == 1) {
-        quantize_and_pack(static_cast<std::size_t>(n * B), rows, *codebook_, bytes + sections.codes,
-                          code_bit(first, block));
-      } else {
-        for (std::int64_t row = 0; row < n; ++row) {
-          quantize_and_pack(static_cast<std::size_t>(B), rows + row * B, *codebook_, bytes + sections.codes,
-                            code_bit(first + row, block));
-        }
-      }
-      return;
-    }
-    for (std::int64_t row = 0; row < n; ++row) encode_residual(first + row, block, rows + row * B, sections, bytes);
   }
 
-  // Decodes block `block` of rows [first, first + n) (n <= kChunkTokens) into
-  // its channels of out: tokens x dim floats.
-  void decode_rows(std::int64_t first, std::int64_t n, int block, const GroupSections& sections,
-                   const std::uint8_t* bytes, int dim, float* out) {
+  // Finishes block `block` of rows [first, first + n), whose centroids are in
+  // rows_ (n x B): QJL estimate, nc / debias, inverse rotation, norm (+ mean),
+  // written to the block's channels of out.
+  void decode_block_rows(std::int64_t first, std::int64_t n, int block, const GroupSections& sections,
+                         const std::uint8_t* bytes, int dim, float* out) {
     const int B = group_.block;
     const std::size_t norm_bytes = static_cast<std::size_t>(norm_type_bytes(options_.norm));
     float* rows = rows_.data();
-    if (group_.mse_bits == 0) {
-      std::fill(rows, rows + n * B, 0.0f);
-    } else if (group_.blocks == 1) {
-      unpack_and_dequantize(static_cast<std::size_t>(n * B), bytes + sections.codes, code_bit(first, block),
-                            *codebook_, rows);
-    } else {
-      for (std::int64_t row = 0; row < n; ++row) {
-        unpack_and_dequantize(static_cast<std::size_t>(B), bytes + sections.codes, code_bit(first + row, block),
-                              *codebook_, rows + row * B);
-      }
-    }
     if (group_.projections > 0) {
       for (std::int64_t row = 0; row < n; ++row) {
         const std::uint64_t at = slot(first + row, block);
@@ -306,7 +332,6 @@ class GroupCodec {
     }
   }
 
- private:
   // Index of (token, block) in the group's per-block sections.
   std::size_t slot(std::int64_t token, int block) const {
     return static_cast<std::size_t>(token * group_.blocks + block);
@@ -373,7 +398,8 @@ class GroupCodec {
   std::vector<std::unique_ptr<QjlSketch>> sketches_;
   const Codebook* codebook_ = nullptr;
   double alpha_ = 1.0;
-  std::vector<float> rows_;        // kChunkTokens x B: directions being rotated
+  std::vector<float> rows_;        // kChunkTokens x B: one block's directions being rotated
+  std::vector<float> chunk_;       // kChunkTokens x G (blocks > 1): every block's rotated directions, by row
   std::vector<float> row_scales_;  // kChunkTokens: norms, or decode's per-row scales
   std::vector<std::uint8_t> codes_, signs_;
   std::vector<float> residual_;
@@ -473,9 +499,7 @@ EncodedTensor TqQuantizer::encode(std::int64_t tokens, int dim, const float* x, 
     GroupCodec codec(options_, plan.groups[g], context);
     for (std::int64_t first = 0; first < tokens; first += kChunkTokens) {
       const std::int64_t n = std::min(kChunkTokens, tokens - first);
-      for (int block = 0; block < plan.groups[g].blocks; ++block) {
-        codec.encode_rows(first, n, block, input, plan.sections[g], bytes, context);
-      }
+      codec.encode_chunk(first, n, input, plan.sections[g], bytes, context);
     }
   }
   return encoded;
@@ -507,9 +531,7 @@ void TqQuantizer::decode(const EncodedTensor& encoded, const QuantContext& conte
     GroupCodec codec(options_, plan.groups[g], context);
     for (std::int64_t first = 0; first < tokens; first += kChunkTokens) {
       const std::int64_t n = std::min(kChunkTokens, tokens - first);
-      for (int block = 0; block < plan.groups[g].blocks; ++block) {
-        codec.decode_rows(first, n, block, plan.sections[g], bytes, dim, out);
-      }
+      codec.decode_chunk(first, n, plan.sections[g], bytes, dim, out);
     }
   }
   if (options_.center == CenterMode::channel) {
