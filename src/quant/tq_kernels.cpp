@@ -287,21 +287,23 @@ namespace {
 // built from its top bit down: after k levels, `prefix` holds the code's top
 // k bits, and level k compares against the boundary just below the upper
 // half of the prefix's range, boundary[(2 prefix + 1) 2^(Bits-k-1) - 1];
-// above it, the next bit is 1. Levels with at most eight candidates keep them
-// in one register indexed by the prefix; deeper levels gather from memory.
+// above it, the next bit is 1. Levels with up to 16 candidates keep them in
+// registers indexed by the prefix (two registers and a blend for 16); deeper
+// levels gather from memory, which is slow on many x86 cores.
 template <int Bits>
 struct SearchTree {
-  static constexpr int kTableLevels = Bits < 4 ? Bits : 4;
-  __m256 level_candidates[kTableLevels];  // level k: candidate j at lane j < 2^k
-  __m256 root;                            // level 0's only candidate in every lane
+  static constexpr int kTableLevels = Bits < 5 ? Bits : 5;
+  __m256 level_candidates[kTableLevels][2];  // level k: candidate j at lane j % 8 of register j / 8
+  __m256 root;                               // level 0's only candidate in every lane
   const float* boundaries;
 
   explicit SearchTree(const Codebook& codebook) : boundaries(codebook.boundaries_f.data()) {
     for (int level = 0; level < kTableLevels; ++level) {
       const int half = 1 << (Bits - level - 1);
-      alignas(32) float candidates[8] = {};
+      alignas(32) float candidates[16] = {};
       for (int j = 0; j < (1 << level); ++j) candidates[j] = boundaries[(2 * j + 1) * half - 1];
-      level_candidates[level] = _mm256_load_ps(candidates);
+      level_candidates[level][0] = _mm256_load_ps(candidates);
+      level_candidates[level][1] = _mm256_load_ps(candidates + 8);
     }
     root = _mm256_set1_ps(boundaries[(1 << (Bits - 1)) - 1]);
   }
@@ -322,8 +324,14 @@ struct SearchTree {
     __m256 threshold;
     if constexpr (Level == 0) {
       threshold = root;
-    } else if constexpr (Level < kTableLevels) {
-      threshold = _mm256_permutevar8x32_ps(level_candidates[Level], prefix);
+    } else if constexpr (Level < 4) {
+      threshold = _mm256_permutevar8x32_ps(level_candidates[Level][0], prefix);
+    } else if constexpr (Level == 4) {
+      // 16 candidates: the permutes use the prefix's low 3 bits, bit 3 (moved
+      // to the sign bit) picks the register.
+      const __m256 low = _mm256_permutevar8x32_ps(level_candidates[Level][0], prefix);
+      const __m256 high = _mm256_permutevar8x32_ps(level_candidates[Level][1], prefix);
+      threshold = _mm256_blendv_ps(low, high, _mm256_castsi256_ps(_mm256_slli_epi32(prefix, 28)));
     } else {
       constexpr int kHalf = 1 << (Bits - Level - 1);
       const __m256i index = _mm256_add_epi32(_mm256_slli_epi32(prefix, Bits - Level), _mm256_set1_epi32(kHalf - 1));
