@@ -14,10 +14,13 @@
 //   b = 8: byte k = code k
 //   other: the 8b-bit little-endian word of eight codes, code k at bit k*b.
 //
-// Why the fast forms return the reference's bits:
+// Why the AVX2 and portable forms return the same bits (and the same as the
+// references, except that quantize_to_codes_reference may pick the other
+// neighbour of a value within rounding of a boundary):
 // - norms: the square of a float is exact in double (48 significant bits), so
 //   a SIMD lane that holds one row and adds its squares in index order rounds
-//   exactly as the scalar loop does; sqrt and double -> float are correctly
+//   exactly as vector_norm does (an FMA, should the compiler contract the
+//   multiply-add, rounds the same); sqrt and double -> float are correctly
 //   rounded in both.
 // - bucketizing: the boundaries ascend, so "y > boundary[k]" is monotone in k
 //   and the search tree finds the same count as comparing against all of them.
@@ -25,6 +28,7 @@
 #include "quant/tq_kernels.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -147,6 +151,11 @@ void quantize_to_codes_reference(int n, const float* y, const Codebook& codebook
 // Word-at-a-time packing of eight codes (no SIMD intrinsics)
 
 namespace {
+
+// Eight code bytes are moved in and out of a 64-bit word with memcpy, byte k
+// becoming bits [8k, 8k + 8): that is the stream's order on little-endian
+// machines only.
+static_assert(std::endian::native == std::endian::little, "the word-at-a-time packing assumes little-endian");
 
 constexpr std::uint64_t low_bits(int count) { return count >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << count) - 1; }
 constexpr std::uint64_t every_16_bits(std::uint64_t field) { return field * 0x0001000100010001ull; }
