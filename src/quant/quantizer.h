@@ -40,7 +40,9 @@ struct EncodedTensor {
 const char* role_name(Role role);
 
 /// Throws InputError naming role, layer, head, token and channel of the first
-/// NaN or Inf in x (tokens * dim floats). Every encode() calls it first.
+/// NaN or Inf in x (tokens * dim floats). Every encode() calls it before any
+/// other error about x: first thing, or (tq, to save a pass over x) as soon as
+/// a block norm comes out non-finite, which gives the same error.
 void require_finite(std::int64_t tokens, int dim, const float* x, const QuantContext& context);
 
 class Quantizer {

@@ -1,7 +1,16 @@
 // The inner loops of the tq quantizer, each with a plain reference routine
 // that tests hold it against (tests/tq_kernels_test.cpp).
+//
+// Every kernel comes in up to three forms that return the same bits:
+//   name            the one callers use: AVX2 when the build targets it, else
+//                   the portable form;
+//   name_portable   plain C++ that is still fast (word-at-a-time packing);
+//   name_reference  the obvious loop, for tests only.
+// Packed codes follow core/bit_pack.h: code i of a stream of b-bit codes
+// occupies stream bits [i*b, (i+1)*b), least significant bit first.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "quant/codebook.h"
@@ -9,15 +18,61 @@
 namespace tqlab {
 
 /// sqrt(sum x_i^2), accumulated in double so that long vectors do not lose digits. x: n floats.
+/// The squares are added in index order; every norm kernel below reproduces that order.
 float vector_norm(int n, const float* x);
 
-/// codes[i] = number of codebook boundaries strictly below y[i] (the nearest
-/// level; a value on a boundary takes the upper level). y: n floats, codes: n.
-/// Counting compares for b <= 4, a branchless binary search above.
+/// norms[r] = vector_norm(width, x + r * stride) for r in [0, n), bit for bit.
+/// x: n rows of `width` floats, row r starting at x + r * stride (stride >= width);
+/// norms: n floats. The AVX2 form runs 16 rows' sums side by side, one double
+/// lane per row, so each row's additions keep vector_norm's order.
+void row_norms(std::int64_t n, int width, std::int64_t stride, const float* x, float* norms);
+
+/// Reference for row_norms: vector_norm on each row.
+void row_norms_reference(std::int64_t n, int width, std::int64_t stride, const float* x, float* norms);
+
+/// codes[i] = number of codebook boundaries (boundaries_f) strictly below y[i]:
+/// the nearest level, a value equal to a boundary taking the lower one (unlike
+/// Codebook::code_of, which takes the upper). y: n finite floats,
+/// codes: n. The AVX2 form walks the implicit search tree of the boundaries
+/// eight values at a time, one comparison per bit.
 void quantize_to_codes(int n, const float* y, const Codebook& codebook, std::uint8_t* codes);
+
+/// quantize_to_codes without SIMD intrinsics: counting compares for b <= 4, a
+/// branchless binary search above.
+void quantize_to_codes_portable(int n, const float* y, const Codebook& codebook, std::uint8_t* codes);
 
 /// Reference for quantize_to_codes: the level of least |y - c| by a full scan
 /// (ties to the upper level).
 void quantize_to_codes_reference(int n, const float* y, const Codebook& codebook, std::uint8_t* codes);
+
+/// Quantizes `count` values and writes their codes (codebook.bits bits each)
+/// into the stream `out` from stream bit `bit_offset`. The destination bits
+/// must be zero. y: count finite floats; out: at least
+/// packed_bytes(bit_offset + count * bits, 1) bytes. Byte-aligned offsets take
+/// the fast path (32 values per step); others go through pack_codes.
+void quantize_and_pack(std::size_t count, const float* y, const Codebook& codebook, std::uint8_t* out,
+                       std::uint64_t bit_offset);
+
+/// quantize_and_pack without SIMD intrinsics.
+void quantize_and_pack_portable(std::size_t count, const float* y, const Codebook& codebook, std::uint8_t* out,
+                                std::uint64_t bit_offset);
+
+/// Reference: quantize_to_codes_reference, then pack_codes.
+void quantize_and_pack_reference(std::size_t count, const float* y, const Codebook& codebook, std::uint8_t* out,
+                                 std::uint64_t bit_offset);
+
+/// y[i] = codebook.centroids_f[code i] for `count` codes of codebook.bits bits
+/// read from stream bit `bit_offset` of `in`. in: packed_bytes(bit_offset +
+/// count * bits, 1) bytes; y: count floats.
+void unpack_and_dequantize(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset,
+                           const Codebook& codebook, float* y);
+
+/// unpack_and_dequantize without SIMD intrinsics.
+void unpack_and_dequantize_portable(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset,
+                                    const Codebook& codebook, float* y);
+
+/// Reference: unpack_codes, then a table lookup per code.
+void unpack_and_dequantize_reference(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset,
+                                     const Codebook& codebook, float* y);
 
 }  // namespace tqlab
