@@ -10,6 +10,7 @@ namespace tqlab::cli {
 
 void setup_inspect(CLI::App& app, int& exit_code);
 void setup_synth(CLI::App& app, int& exit_code);
+void setup_codebook(CLI::App& app, int& exit_code);
 void setup_verify_bounds(CLI::App& app, int& exit_code);
 
 }  // namespace tqlab::cli

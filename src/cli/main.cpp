@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   int exit_code = tqlab::kExitOk;
   tqlab::cli::setup_inspect(app, exit_code);
   tqlab::cli::setup_synth(app, exit_code);
+  tqlab::cli::setup_codebook(app, exit_code);
   tqlab::cli::setup_verify_bounds(app, exit_code);
 
   try {
