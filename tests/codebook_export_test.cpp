@@ -153,7 +153,7 @@ TEST(CodebookExportTest, RefusesWhatAFormatCannotHold) {
   ScratchDir scratch;
   const std::vector<const Codebook*> two = {&beta(64, 1), &beta(64, 2)};
   EXPECT_TRUE(throws_input_error([&] { write_codebooks(scratch.file("cb.npy"), CodebookFormat::npy, two); },
-                                 {"cb.npy", "npz"}));
+                                 {"cb.npy", "--format npz"}));
   EXPECT_TRUE(throws_input_error([&] { write_codebooks("", CodebookFormat::npy, {&beta(64, 1)}); }, {"-o"}));
   EXPECT_TRUE(throws_input_error([&] { write_codebooks("-", CodebookFormat::npz, two); }, {"-o"}));
   EXPECT_TRUE(throws_input_error(
