@@ -175,8 +175,8 @@ void setup_verify_bounds(CLI::App& app, int& exit_code) {
       "Vectors per row and rotation through the real tq quantizer (default: --samples / 10; 0 skips)");
   command->add_option("--seed", bounds.seed, "Random seed")->capture_default_str();
   command->add_option("--tolerance-z", bounds.tolerance_z,
-                      "A Monte Carlo check passes when |z| <= this. A default run makes ~250 such comparisons, "
-                      "so a 95% interval (z <= 2) would fail by chance on nearly every run")
+                      "A Monte Carlo check passes when |z| <= this. A default run makes 216 such comparisons, "
+                      "so a 95% interval (|z| <= 2) would fail by chance on nearly every run")
       ->capture_default_str();
   command->add_option("--histogram-bins", bounds.histogram_bins, "Bins per inner-product error histogram")
       ->capture_default_str();
