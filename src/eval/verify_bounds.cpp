@@ -258,7 +258,7 @@ nlohmann::json histogram_counts_json(const Histogram& histogram) {
   return {{"counts", histogram.counts()}, {"below", histogram.below()}, {"above", histogram.above()}};
 }
 
-nlohmann::json row_json(const BoundsRow& row) {
+nlohmann::json row_json(const BoundsRow& row, double tolerance_z) {
   nlohmann::json out;
   out["dim"] = row.dim;
   out["bits"] = row.bits;
@@ -266,6 +266,9 @@ nlohmann::json row_json(const BoundsRow& row) {
   out["d_mse_theory"] = row.d_mse_theory;
   out["d_mse_empirical"] = estimate_json(row.d_mse_empirical);
   out["d_mse_empirical"]["z"] = number_or_null(row.d_mse_z);
+  // The interval the check accepts the theory in: mean ± tolerance_z standard errors.
+  out["d_mse_empirical"]["interval"] = {row.d_mse_empirical.mean - tolerance_z * row.d_mse_empirical.standard_error,
+                                        row.d_mse_empirical.mean + tolerance_z * row.d_mse_empirical.standard_error};
   out["d_mse_rotations"] = nlohmann::json::array();
   for (const RotationDistortion& rotation : row.rotations) {
     nlohmann::json entry = estimate_json(rotation.d_mse);
@@ -279,7 +282,8 @@ nlohmann::json row_json(const BoundsRow& row) {
                      {"lower_bound_applies", row.lower_bound_applies},
                      {"ratio_to_lower_bound", row.ratio_to_lower_bound},
                      {"paper", optional_json(row.paper_d_mse)}};
-  nlohmann::json theorem2 = {{"projections", row.projections},
+  nlohmann::json theorem2 = {{"units", "d * D_prod = d * E[(<y,x~> - <y,x>)^2], unit y"},
+                             {"projections", row.projections},
                              {"d_mse_bits_minus_1", row.d_mse_bits_minus_1},
                              {"formula", row.prod_formula},
                              {"upper_bound", row.prod_upper_bound},
@@ -436,7 +440,7 @@ nlohmann::json bounds_report_json(const BoundsReport& report) {
   out["rows"] = nlohmann::json::array();
   out["histograms"] = nlohmann::json::array();
   for (const BoundsRow& row : report.rows) {
-    out["rows"].push_back(row_json(row));
+    out["rows"].push_back(row_json(row, options.tolerance_z));
     for (const EstimatorHistograms& histograms : row.histograms) {
       nlohmann::json entry = {{"dim", row.dim},
                               {"bits", row.bits},
