@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "eval/bounds.h"
 #include "quant/codebook.h"
 #include "quant/registry.h"
 #include "quant/tq_quantizer.h"
@@ -163,26 +164,12 @@ TEST(TqRoundTripTest, ErrorFallsAsBitsRise) {
 TEST(TqMathTest, MeasuredDistortionMatchesTheCodebookAndTheorem1) {
   const int tokens = 4096;
   for (int dim : {8, 64, 128}) {
-    auto x = gaussian_tensor(tokens, dim, 6);  // Gaussian rows: uniform directions
     for (int b = 1; b <= 4; ++b) {
-      const RoundTrip result = round_trip("tq:b=" + std::to_string(b) + ",rot=haar,norm=fp32", tokens, dim, x, 7);
-      std::vector<double> errors;
-      for (int t = 0; t < tokens; ++t) {
-        double error = 0, norm2 = 0;
-        for (int c = 0; c < dim; ++c) {
-          const double v = x[static_cast<std::size_t>(t * dim + c)];
-          const double w = result.decoded[static_cast<std::size_t>(t * dim + c)];
-          error += (v - w) * (v - w);
-          norm2 += v * v;
-        }
-        errors.push_back(error / norm2);
-      }
-      const double mean = std::accumulate(errors.begin(), errors.end(), 0.0) / tokens;
-      double variance = 0;
-      for (double e : errors) variance += (e - mean) * (e - mean);
-      const double standard_error = std::sqrt(variance / (tokens - 1) / tokens);
+      const auto quantizer = make_quantizer("tq:b=" + std::to_string(b) + ",rot=haar,norm=fp32");
+      // Gaussian rows (uniform directions), all under one rotation.
+      const Estimate measured = measure_quantizer_distortion(*quantizer, dim, tokens, tokens, 6);
       const double theory = lloyd_max_codebook(dim, b, CodebookDistribution::beta).d_mse();
-      EXPECT_NEAR(mean, theory, 4 * standard_error + 1e-4) << "dim " << dim << " b " << b;
+      EXPECT_NEAR(measured.mean, theory, 4 * measured.standard_error + 1e-4) << "dim " << dim << " b " << b;
       const double lower = std::pow(4.0, -b), upper = std::sqrt(3.0) * std::numbers::pi / 2 * lower;
       EXPECT_GE(theory, lower) << dim << " " << b;
       EXPECT_LE(theory, upper) << dim << " " << b;
@@ -192,49 +179,8 @@ TEST(TqMathTest, MeasuredDistortionMatchesTheCodebookAndTheorem1) {
 
 // A unit vector x and a unit y with <y, x> = rho, both drawn afresh per trial,
 // quantized with a fresh seed per trial: the error of <y, x~> over trials.
-struct InnerProductError {
-  double mean = 0, standard_error = 0, scaled_mse = 0;  // scaled_mse = d * E[err^2]
-};
-
-InnerProductError inner_product_error(const std::string& spec, int dim, double rho, int trials) {
-  const auto quantizer = make_quantizer(spec);
-  std::vector<double> errors;
-  std::vector<float> x(static_cast<std::size_t>(dim)), decoded(x.size());
-  std::vector<double> y(x.size());
-  for (int trial = 0; trial < trials; ++trial) {
-    Rng rng(derive_seed({99, static_cast<std::uint64_t>(trial)}));
-    std::vector<double> u(x.size()), w(x.size());
-    for (auto& v : u) v = rng.gaussian();
-    for (auto& v : w) v = rng.gaussian();
-    const double nu = std::sqrt(std::inner_product(u.begin(), u.end(), u.begin(), 0.0));
-    for (auto& v : u) v /= nu;
-    const double along = std::inner_product(w.begin(), w.end(), u.begin(), 0.0);
-    for (std::size_t i = 0; i < w.size(); ++i) w[i] -= along * u[i];
-    const double nw = std::sqrt(std::inner_product(w.begin(), w.end(), w.begin(), 0.0));
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      x[i] = static_cast<float>(u[i]);
-      y[i] = rho * u[i] + std::sqrt(1 - rho * rho) * w[i] / nw;
-    }
-    const QuantContext context{static_cast<std::uint64_t>(trial), Role::key, 0, 0};
-    const EncodedTensor encoded = quantizer->encode(1, dim, x.data(), context);
-    quantizer->decode(encoded, context, decoded.data());
-    double estimate = 0, truth = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      estimate += y[i] * decoded[i];
-      truth += y[i] * x[i];
-    }
-    errors.push_back(estimate - truth);
-  }
-  InnerProductError result;
-  const double n = static_cast<double>(trials);
-  for (double e : errors) {
-    result.mean += e / n;
-    result.scaled_mse += dim * e * e / n;
-  }
-  double variance = 0;
-  for (double e : errors) variance += (e - result.mean) * (e - result.mean);
-  result.standard_error = std::sqrt(variance / (n - 1) / n);
-  return result;
+InnerProductErrorStats inner_product_error(const std::string& spec, int dim, double rho, int trials) {
+  return measure_quantizer_inner_product_error(*make_quantizer(spec), dim, rho, trials, 99);
 }
 
 TEST(TqMathTest, ProdAndDebiasAreUnbiasedWhilePlainShrinksByAlpha) {
@@ -242,9 +188,9 @@ TEST(TqMathTest, ProdAndDebiasAreUnbiasedWhilePlainShrinksByAlpha) {
   for (double rho : {0.5, 0.9}) {
     for (int b : {1, 2, 3}) {
       const std::string bits = std::to_string(b);
-      const InnerProductError plain = inner_product_error("tq:b=" + bits + ",rot=haar,norm=fp32", dim, rho, trials);
-      const InnerProductError debiased = inner_product_error("tq:b=" + bits + ",rot=haar,debias,norm=fp32", dim, rho, trials);
-      const InnerProductError prod = inner_product_error("tq:b=" + bits + ",rot=haar,qjl=prod,norm=fp32", dim, rho, trials);
+      const Estimate plain = inner_product_error("tq:b=" + bits + ",rot=haar,norm=fp32", dim, rho, trials).error;
+      const Estimate debiased = inner_product_error("tq:b=" + bits + ",rot=haar,debias,norm=fp32", dim, rho, trials).error;
+      const Estimate prod = inner_product_error("tq:b=" + bits + ",rot=haar,qjl=prod,norm=fp32", dim, rho, trials).error;
       EXPECT_LT(std::fabs(debiased.mean), 4 * debiased.standard_error) << "debias b=" << b << " rho=" << rho;
       EXPECT_LT(std::fabs(prod.mean), 4 * prod.standard_error) << "prod b=" << b << " rho=" << rho;
       // The plain MSE quantizer's estimate is alpha * <y, x>: a bias of (alpha - 1) rho.
@@ -258,19 +204,14 @@ TEST(TqMathTest, ProdAndDebiasAreUnbiasedWhilePlainShrinksByAlpha) {
 // Seed 001's inner-product table at d = 128: d * E[err^2] for the biased MSE
 // quantizer, the debiased one and prod, at <y, x> = 0, 0.5, 0.9, b = 1..4.
 TEST(TqMathSlowTest, ReproducesSeed001InnerProductTable) {
-  const double table[4][3][3] = {
-      {{0.24, 4.33, 13.6}, {0.58, 0.45, 0.16}, {1.57, 1.33, 0.76}},
-      {{0.10, 0.54, 1.53}, {0.13, 0.15, 0.18}, {0.56, 0.53, 0.46}},
-      {{0.033, 0.080, 0.19}, {0.035, 0.046, 0.070}, {0.18, 0.18, 0.17}},
-      {{0.009, 0.016, 0.031}, {0.009, 0.013, 0.022}, {0.053, 0.053, 0.052}},
-  };
-  const char* variants[] = {"", ",debias", ",qjl=prod"};
+  const char* variants[] = {"", ",debias", ",qjl=prod"};  // biased, debiased, prod
   const double rhos[] = {0.0, 0.5, 0.9};
   const int trials = 1500;
   for (int b = 1; b <= 4; ++b) {
-    for (int v = 0; v < 3; ++v) {
+    for (InnerProductEstimator estimator : kInnerProductEstimators) {
+      const int v = static_cast<int>(estimator);
       for (int r = 0; r < 3; ++r) {
-        const double published = table[b - 1][v][r];
+        const double published = seed001_inner_product_error(b, estimator, rhos[r])->value;
         // x is drawn afresh per trial, so Pi x is uniform for any fixed rotation: the
         // randomized Hadamard gives Haar's statistics here at a fraction of the cost.
         const auto measured = inner_product_error("tq:b=" + std::to_string(b) + ",norm=fp32" + variants[v], 128,
@@ -278,7 +219,7 @@ TEST(TqMathSlowTest, ReproducesSeed001InnerProductTable) {
         // Monte Carlo error of a mean of squares: relative sqrt(2/n) ~ 3.7% for Gaussian
         // errors at this n, more for heavier tails; 4 standard errors plus the table's
         // rounding make the 15% band.
-        EXPECT_NEAR(measured.scaled_mse, published, 0.15 * published + 0.002)
+        EXPECT_NEAR(measured.scaled_squared_error.mean, published, 0.15 * published + 0.002)
             << "b=" << b << " variant '" << variants[v] << "' rho=" << rhos[r];
       }
     }

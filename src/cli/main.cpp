@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   tqlab::cli::setup_synth(app, exit_code);
   tqlab::cli::setup_list(app, exit_code);
   tqlab::cli::setup_roundtrip(app, exit_code);
+  tqlab::cli::setup_codebook(app, exit_code);
+  tqlab::cli::setup_verify_bounds(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,87 @@
+// tqlab codebook export: Lloyd–Max codebooks for other runtimes (src/io/codebook_export.h).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "io/codebook_export.h"
+#include "quant/codebook.h"
+
+namespace tqlab::cli {
+namespace {
+
+struct CodebookExportOptions {
+  std::vector<int> dims;
+  std::vector<int> bits;
+  std::string distribution = "beta";
+  std::string format;
+  std::string output;
+};
+
+int run_codebook_export(const CodebookExportOptions& options) {
+  for (int dim : options.dims) {
+    if (dim < kCodebookMinDim || dim > kCodebookMaxDim) {
+      fail("codebook export: --dim {} is out of range, expected {}..{}", dim, kCodebookMinDim, kCodebookMaxDim);
+    }
+  }
+  for (int bits : options.bits) {
+    if (bits < kCodebookMinBits || bits > kCodebookMaxBits) {
+      fail("codebook export: --bits {} is out of range, expected {}..{}", bits, kCodebookMinBits, kCodebookMaxBits);
+    }
+  }
+  const auto distribution = parse_codebook_distribution(options.distribution);
+  if (!distribution) fail("codebook export: --dist {} is unknown, expected beta, gauss or uniform", options.distribution);
+
+  CodebookFormat format = CodebookFormat::json;
+  if (!options.format.empty()) {
+    const auto parsed = parse_codebook_format(options.format);
+    if (!parsed) fail("codebook export: --format {} is unknown, expected json, csv, npy, npz or hpp", options.format);
+    format = *parsed;
+  } else if (const auto from_path = codebook_format_for_path(options.output)) {
+    format = *from_path;
+  }
+
+  std::vector<const Codebook*> codebooks;
+  for (int dim : options.dims) {
+    for (int bits : options.bits) codebooks.push_back(&lloyd_max_codebook(dim, bits, *distribution));
+  }
+  const std::string provenance =
+      fmt::format("tqlab codebook export --dims {} --bits {} --dist {}", fmt::join(options.dims, ","),
+                  fmt::join(options.bits, ","), options.distribution);
+  write_codebooks(options.output, format, codebooks, provenance);
+  if (!options.output.empty() && options.output != "-") {
+    log::info("wrote {} codebook{} ({}) to {}", codebooks.size(), codebooks.size() == 1 ? "" : "s",
+              codebook_format_name(format), options.output);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void setup_codebook(CLI::App& app, int& exit_code) {
+  auto* group = app.add_subcommand("codebook", "Lloyd-Max codebooks of TurboQuant's scalar quantizer");
+  group->require_subcommand(1);
+  auto options = std::make_shared<CodebookExportOptions>();
+  auto* command = group->add_subcommand(
+      "export",
+      "Write the Lloyd-Max codebook for one coordinate of a randomly rotated unit vector in R^D:\n"
+      "2^B centroids (ascending, in the coordinate's units), the 2^B - 1 boundaries, mse_per_coord and\n"
+      "d_mse = D * mse_per_coord, at full double precision. Lists (--dims 64,128 --bits 2,3,4) export\n"
+      "every combination at once. Formats: json (schema tqlab.codebook/1), csv, npy (centroids, one\n"
+      "codebook), npz (centroids and boundaries), hpp (a self-contained C++17 header of constexpr arrays).");
+  command->add_option("--dim,--dims", options->dims, "Dimension(s) D of the rotated vector, 2..4096 (comma list)")
+      ->delimiter(',')
+      ->required();
+  command->add_option("--bits", options->bits, "Bit width(s) B, 1..8 (comma list)")->delimiter(',')->required();
+  command->add_option("--dist", options->distribution,
+                      "beta: the exact coordinate marginal (the paper's); gauss: N(0, 1/D); uniform: equally "
+                      "spaced levels")
+      ->capture_default_str();
+  command->add_option("--format", options->format,
+                      "json, csv, npy, npz or hpp (default: from -o's extension, else json)");
+  command->add_option("-o,--output", options->output, "Output file (default: stdout; npy and npz need a file)");
+  command->callback([options, &exit_code] { exit_code = run_codebook_export(*options); });
+}
+
+}  // namespace tqlab::cli
