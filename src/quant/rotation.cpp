@@ -28,6 +28,12 @@
 #include <cstddef>
 #include <string>
 
+// Eigen's packet width (SSE, AVX2, AVX-512) and its explicit FMAs change the
+// order and rounding of the QR's reductions, so a vectorized QR gives Haar
+// matrices that differ in their last bits between machines. Scalar Eigen,
+// built like the rest of the library with -ffp-contract=off, gives the same Q
+// everywhere; the QR runs once per (layer, head, block), so speed hardly matters.
+#define EIGEN_DONT_VECTORIZE
 #include <Eigen/Dense>
 
 #ifdef __AVX2__
@@ -339,7 +345,9 @@ void multiply_by_rows(std::int64_t n, int dim, const float* rows, const float* i
   }
 }
 #else
-// Without FMA: one plain loop serves every vector.
+// Without FMA hardware: one plain loop serves every vector, with std::fma (correctly
+// rounded everywhere, in software if need be) so that it rounds exactly as the
+// FMA tiles above: rot=haar gives the same bits in every build.
 void multiply_by_rows(std::int64_t n, int dim, const float* rows, const float* in, float* out) {
   const auto d = static_cast<std::size_t>(dim);
   std::vector<float> accumulator(d);  // in may alias out
@@ -349,7 +357,7 @@ void multiply_by_rows(std::int64_t n, int dim, const float* rows, const float* i
     for (std::size_t k = 0; k < d; ++k) {
       const float weight = x[k];
       const float* row = rows + k * d;
-      for (std::size_t i = 0; i < d; ++i) accumulator[i] += weight * row[i];
+      for (std::size_t i = 0; i < d; ++i) accumulator[i] = std::fma(weight, row[i], accumulator[i]);
     }
     std::copy(accumulator.begin(), accumulator.end(), out + static_cast<std::size_t>(r) * d);
   }
