@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "io/kv_dump.h"
 #include "io/tensor_file.h"
@@ -107,6 +108,33 @@ TEST(TqLayoutTest, RotationHelpsOnRealKeys) {
   }
   // Real keys are anisotropic: the codebook fits their rotated coordinates, not the raw ones.
   EXPECT_LT(rotated, unrotated);
+}
+
+}  // namespace
+}  // namespace tqlab
+
+namespace tqlab {
+namespace {
+
+TEST(TqLayoutTest, MeansBeyondHalfPrecisionAreErrorsNamingTheirPlace) {
+  // Values near 7e4 fit fp32 norms but not the fp16 slots of the stored means.
+  std::vector<float> x(16 * 32, 1.0f);
+  for (int t = 0; t < 16; ++t) x[static_cast<std::size_t>(t * 32 + 5)] = 7e4f;
+  const QuantContext context{0, Role::key, 2, 1};
+  try {
+    make_quantizer("tq:b=3,center=channel,norm=fp32")->encode(16, 32, x.data(), context);
+    FAIL() << "a channel mean beyond fp16 was accepted";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("channel 5 with mean 70000"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("layer 2, kv head 1"), std::string::npos) << error.what();
+  }
+  for (float& v : x) v = 7e4f;
+  try {
+    make_quantizer("tq:b=3,block=8,center=block,norm=fp32")->encode(16, 32, x.data(), context);
+    FAIL() << "a block mean beyond fp16 was accepted";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("token 0, block 0 has mean 70000"), std::string::npos) << error.what();
+  }
 }
 
 }  // namespace

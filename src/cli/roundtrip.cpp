@@ -59,14 +59,14 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
       "bit-exactly. Each (layer, sequence, head) is quantized on its own, one rotation per (layer, head).\n"
       "Prints per tensor the bits per value (from the packed bytes) and the relative MSE sum|x-x~|^2/sum|x|^2.\n"
       "Specs: see `tqlab list`.");
-  command->add_option("input", options->input, "Input tensor file (.safetensors, .npz, .npy)")->required();
+  command->add_option("input", options->input, "Input tensor file (.safetensors, .npz)")->required();
   command->add_option("--k", roundtrip.key_spec, "Quantizer spec for the keys, e.g. tq:b=3")->required();
   command->add_option("--v", roundtrip.value_spec, "Quantizer spec for the values, e.g. tq:b=3")->required();
   command->add_option("--q", roundtrip.query_spec,
                       "Quantizer spec for the queries (default: queries are copied unchanged)");
   command->add_option("-o,--output", options->output,
                       "Output file, format by extension: .safetensors (keeps the metadata and records the "
-                      "specs and seed), .npz, .npy")
+                      "specs and seed) or .npz")
       ->required();
   command->add_option("--keys", roundtrip.keys, "Name template of the key tensors")->capture_default_str();
   command->add_option("--values", roundtrip.values, "Name template of the value tensors")->capture_default_str();

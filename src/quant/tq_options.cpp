@@ -77,9 +77,6 @@ TqOptions TqOptions::parse(SpecOptionReader& reader) {
          "drop block=",
          spec);
   }
-  if (options.qjl == QjlMode::prod && options.outlier_channels > 0 && options.outlier_bits < 1) {
-    fail("quantizer spec '{}': outliers need at least 1 bit", spec);
-  }
   return options;
 }
 
@@ -109,13 +106,5 @@ std::string_view norm_type_name(NormType type) {
 
 int norm_type_bytes(NormType type) { return type == NormType::fp32 ? 4 : 2; }
 
-float round_to_norm_type(float value, NormType type) {
-  switch (type) {
-    case NormType::fp16: return half_to_float(float_to_half(value));
-    case NormType::bf16: return bf16_to_float(float_to_bf16(value));
-    case NormType::fp32: return value;
-  }
-  return value;
-}
 
 }  // namespace tqlab

@@ -35,14 +35,10 @@ struct TqOptions {
   /// Canonical spec: "tq:b=3" then non-default options in a fixed order.
   std::string spec() const;
 
-  /// Bits of the scalar codes per coordinate (b, or b-1 with qjl=prod; 0 for pure QJL).
-  int mse_bits() const { return qjl == QjlMode::prod ? bits - 1 : bits; }
 };
 
 std::string_view norm_type_name(NormType type);
 /// Bytes of one stored norm.
 int norm_type_bytes(NormType type);
-/// `value` rounded to the stored norm type.
-float round_to_norm_type(float value, NormType type);
 
 }  // namespace tqlab

@@ -126,7 +126,7 @@ TensorPlan make_plan(const TqOptions& options, std::int64_t tokens, int dim, con
 }
 
 // Stores `value` in the norm type at `at`; returns the stored value as decode
-// will load it (round_to_norm_type(value), without converting twice).
+// will load it, without converting twice.
 float store_norm(float value, NormType type, std::uint8_t* at) {
   if (type == NormType::fp32) {
     std::memcpy(at, &value, 4);
@@ -252,7 +252,7 @@ class GroupCodec {
     std::int64_t stride = dim;
     if (!is_contiguous(channels) || options_.center == CenterMode::block) {
       gather_rows(first, n, channels, x, dim, rows);
-      if (options_.center == CenterMode::block) subtract_block_means(first, n, block, sections, bytes);
+      if (options_.center == CenterMode::block) subtract_block_means(first, n, block, input, sections, bytes, context);
       block_rows = rows;
       stride = B;
     }
@@ -265,8 +265,9 @@ class GroupCodec {
         // A NaN or Inf in x shows here first (encode defers its scan to this
         // point): name it as the upfront scan would have, else the overflow.
         require_finite(input.tokens, input.dim, input.x, context);
-        fail("the {} tensor of layer {}, kv head {}: token {} has norm {:.6g}, beyond {}; use norm=fp32",
-             role_name(context.role), context.layer, context.kv_head, first + row, norm, norm_type_name(options_.norm));
+        fail("the {} tensor of layer {}, kv head {}: token {} has norm {:.6g}, beyond {}{}", role_name(context.role),
+             context.layer, context.kv_head, first + row, norm, norm_type_name(options_.norm),
+             options_.norm == NormType::fp32 ? "" : "; use norm=fp32");
       }
       // u = x / ||x||, written into the scratch rows (in place when block_rows is rows).
       const float inverse = norm > 0 ? 1.0f / norm : 0.0f;
@@ -357,8 +358,8 @@ class GroupCodec {
   }
 
   // center=block: subtracts each gathered row's mean, rounded to fp16 as stored.
-  void subtract_block_means(std::int64_t first, std::int64_t n, int block, const GroupSections& sections,
-                            std::uint8_t* bytes) {
+  void subtract_block_means(std::int64_t first, std::int64_t n, int block, const EncodeInput& input,
+                            const GroupSections& sections, std::uint8_t* bytes, const QuantContext& context) {
     const int B = group_.block;
     for (std::int64_t row = 0; row < n; ++row) {
       float* x = rows_.data() + row * B;
@@ -366,6 +367,12 @@ class GroupCodec {
       for (int i = 0; i < B; ++i) sum += x[i];
       const std::uint16_t mean_bits = float_to_half(static_cast<float>(sum / B));
       const float mean = half_to_float(mean_bits);
+      if (!std::isfinite(mean)) {
+        require_finite(input.tokens, input.dim, input.x, context);  // a NaN/Inf in x is named as such
+        fail("center=block: token {}, block {} has mean {:.6g}, beyond fp16 (65504), where the block means are "
+             "stored; drop center=block or rescale the data",
+             first + row, block, sum / B);
+      }
       for (int i = 0; i < B; ++i) x[i] -= mean;
       std::memcpy(bytes + sections.means + 2 * slot(first + row, block), &mean_bits, 2);
     }
@@ -476,7 +483,13 @@ EncodedTensor TqQuantizer::encode(std::int64_t tokens, int dim, const float* x, 
       for (int c = 0; c < dim; ++c) sums[static_cast<std::size_t>(c)] += centered[static_cast<std::size_t>(t * dim + c)];
     }
     for (int c = 0; c < dim; ++c) {
-      channel_means.push_back(float_to_half(static_cast<float>(sums[static_cast<std::size_t>(c)] / static_cast<double>(std::max<std::int64_t>(tokens, 1)))));
+      const double mean = sums[static_cast<std::size_t>(c)] / static_cast<double>(std::max<std::int64_t>(tokens, 1));
+      channel_means.push_back(float_to_half(static_cast<float>(mean)));
+      if (!std::isfinite(half_to_float(channel_means.back()))) {
+        fail("center=channel: the {} tensor of layer {}, kv head {} has channel {} with mean {:.6g}, beyond fp16 "
+             "(65504), where the channel means are stored; drop center=channel or rescale the data",
+             role_name(context.role), context.layer, context.kv_head, c, mean);
+      }
     }
     for (std::int64_t t = 0; t < tokens; ++t) {
       for (int c = 0; c < dim; ++c) centered[static_cast<std::size_t>(t * dim + c)] -= half_to_float(channel_means[static_cast<std::size_t>(c)]);
@@ -562,8 +575,9 @@ std::vector<MethodInfo> turbo_methods() {
       {"outliers", "K@B2", "the K channels of largest RMS per head form a second group quantized with B2 bits"},
   };
   info.bits_formula =
-      "b + (qjl=extra ? m/B : 0) + (qjl ? norm : 0)/B + norm/B + (center=block ? 16/B : 0) + (center=channel ? 16 D/T) "
-      "(norm = 16 or 32 bits; T tokens per head); outliers: (K*B2 + (D-K)*b + 2 norm)/D + 16 K/(D T)";
+      "c + q*(m + n)/B + n/B + (center=block ? 16/B : 0) + (center=channel ? 16/T : 0), with c the code bits "
+      "(b, or b-1 with qjl=prod), q = 1 with qjl, m projections (default B), n = 16 (fp16/bf16) or 32 (fp32) "
+      "norm bits, T tokens per head; outliers=K@B2: the two groups' terms weighted by their channels, + 16K/(D T)";
   info.example_specs = {"tq:b=4",          "tq:b=3,block=32", "tq:b=2,rot=haar",   "tq:b=3,cb=gauss",
                         "tq:b=3,cb=uniform", "tq:b=3,nc",      "tq:b=2,debias",     "tq:b=3,qjl=prod",
                         "tq:b=1,qjl=prod", "tq:b=2,qjl=extra,qjl_m=64", "tq:b=4,norm=fp32", "tq:b=3,center=block",
