@@ -228,3 +228,31 @@ TEST(TqMathSlowTest, ReproducesSeed001InnerProductTable) {
 
 }  // namespace
 }  // namespace tqlab
+
+namespace tqlab {
+namespace {
+
+TEST(TqSpecTest, DimDependentDefaultsResolveToOneName) {
+  auto at = [](const char* spec, int dim) { return make_quantizer(spec)->spec_for_dim(dim); };
+  EXPECT_EQ(at("tq:b=3", 128), "tq:b=3");
+  EXPECT_EQ(at("tq:b=3,block=128", 128), "tq:b=3");
+  EXPECT_EQ(at("tq:b=3,rot=hadamard", 128), "tq:b=3");
+  EXPECT_EQ(at("tq:b=3,rot=haar", 96), "tq:b=3");
+  EXPECT_EQ(at("tq:b=3,qjl=prod,qjl_m=128", 128), "tq:b=3,qjl=prod");
+  EXPECT_EQ(at("tq:b=3,block=32,qjl=prod,qjl_m=32", 128), "tq:b=3,block=32,qjl=prod");
+  // Options that differ from the defaults at this dim stay.
+  EXPECT_EQ(at("tq:b=3,rot=haar", 128), "tq:b=3,rot=haar");
+  EXPECT_EQ(at("tq:b=3,block=32", 128), "tq:b=3,block=32");
+  EXPECT_EQ(at("tq:b=3,qjl=prod,qjl_m=64", 128), "tq:b=3,qjl=prod,qjl_m=64");
+  EXPECT_EQ(at("tq:b=2,outliers=8@3,rot=haar", 128), "tq:b=2,rot=haar,outliers=8@3");  // 8 is a power of two
+  EXPECT_EQ(at("q4_0", 128), "q4_0");
+  // The resolved names pack the same bytes.
+  std::vector<float> x(64 * 128);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)));
+  const QuantContext context{3, Role::key, 0, 0};
+  EXPECT_EQ(make_quantizer("tq:b=3,block=128,rot=hadamard")->encode(64, 128, x.data(), context).bytes,
+            make_quantizer("tq:b=3")->encode(64, 128, x.data(), context).bytes);
+}
+
+}  // namespace
+}  // namespace tqlab

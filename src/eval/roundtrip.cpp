@@ -125,7 +125,7 @@ class TensorRoundtrip {
     result.name = view.name;
     result.role = tensor.role;
     result.layer = shape.layer;
-    result.spec = tensor.quantizer->spec();
+    result.spec = tensor.quantizer->spec_for_dim(dim);
     result.dtype = view.dtype;
     result.shape = view.shape;
     result.value_count = view.element_count();

@@ -52,6 +52,15 @@ class Quantizer {
   /// The canonical spec string: parse(spec()).spec() == spec().
   virtual std::string spec() const = 0;
 
+  /// The canonical spec for vectors of `dim` values: options whose defaults
+  /// depend on the head dim are dropped when they equal them (at dim 128,
+  /// "tq:b=3,block=128" and "tq:b=3,rot=hadamard" are both "tq:b=3"), so one
+  /// configuration has one name in results. Requires check_dim(dim) to pass.
+  virtual std::string spec_for_dim(int dim) const {
+    (void)dim;
+    return spec();
+  }
+
   /// Throws InputError (naming the spec and the allowed values) when this
   /// quantizer cannot handle vectors of `dim` values.
   virtual void check_dim(int dim) const { (void)dim; }

@@ -428,6 +428,27 @@ std::vector<int> choose_outlier_channels(std::int64_t tokens, int dim, const flo
 
 }  // namespace
 
+std::string TqQuantizer::spec_for_dim(int dim) const {
+  TqOptions resolved = options_;
+  // The blocks the vector is cut into: one block per group (two with outliers).
+  std::vector<int> blocks;
+  if (options_.outlier_channels > 0) {
+    blocks = {dim - options_.outlier_channels, options_.outlier_channels};
+  } else {
+    blocks = {options_.block != 0 ? options_.block : dim};
+    if (options_.block == dim) resolved.block = 0;
+  }
+  auto all_blocks = [&](auto&& same) { return std::all_of(blocks.begin(), blocks.end(), same); };
+  if (options_.rotation &&
+      all_blocks([&](int block) { return *options_.rotation == rotation_for(TqOptions{}, block); })) {
+    resolved.rotation.reset();
+  }
+  if (options_.qjl_projections != 0 && all_blocks([&](int block) { return options_.qjl_projections == block; })) {
+    resolved.qjl_projections = 0;
+  }
+  return resolved.spec();
+}
+
 void TqQuantizer::check_dim(int dim) const {
   const std::string spec = options_.spec();
   if (options_.outlier_channels > 0) {
