@@ -21,9 +21,13 @@
 #include "quant/block_quantizer.h"
 #include "quant/kivi_quantizer.h"
 #include "quant/registry.h"
+#include "test_support.h"
 
 namespace tqlab {
 namespace {
+
+using testing::input_error_message;
+using testing::RoundTrip;
 
 // ---------------------------------------------------------------- helpers
 
@@ -77,20 +81,9 @@ QuantContext context_for(Role role) {
   return context;
 }
 
-struct RoundTrip {
-  EncodedTensor encoded;
-  std::vector<float> decoded;
-};
-
 RoundTrip round_trip(const std::string& spec, std::int64_t tokens, int dim, const std::vector<float>& x,
                      Role role = Role::key) {
-  const auto quantizer = make_quantizer(spec);
-  const QuantContext context = context_for(role);
-  RoundTrip result;
-  result.encoded = quantizer->encode(tokens, dim, x.data(), context);
-  result.decoded.resize(x.size());
-  quantizer->decode(result.encoded, context, result.decoded.data());
-  return result;
+  return testing::round_trip(*make_quantizer(spec), tokens, dim, x, context_for(role));
 }
 
 double mean_squared_error(const std::vector<float>& x, const std::vector<float>& y) {
@@ -99,16 +92,6 @@ double mean_squared_error(const std::vector<float>& x, const std::vector<float>&
   return sum / static_cast<double>(x.size());
 }
 
-// The message of the InputError `action` throws ("" and a test failure when none).
-std::string input_error_message(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const InputError& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return "";
-}
 
 // The methods this file owns (the registry also holds tq, tested elsewhere).
 // Properties every method shares (zero in, zero out; determinism; decoding

@@ -26,9 +26,14 @@
 #include "core/rng.h"
 #include "quant/registry.h"
 #include "quant/spec.h"
+#include "test_support.h"
 
 namespace tqlab {
 namespace {
+
+using testing::input_error_message;
+using testing::RoundTrip;
+using testing::relative_mse;
 
 constexpr std::int64_t kTokens = 64;
 constexpr int kDim = 128;
@@ -47,42 +52,11 @@ std::vector<float> outlier_tensor(std::uint64_t seed) {
 
 QuantContext context_for(Role role) { return QuantContext{1234, role, 3, 1}; }
 
-struct RoundTrip {
-  EncodedTensor encoded;
-  std::vector<float> decoded;
-};
-
 RoundTrip round_trip(const Quantizer& quantizer, const std::vector<float>& x, Role role) {
-  RoundTrip result;
-  result.encoded = quantizer.encode(kTokens, kDim, x.data(), context_for(role));
-  result.decoded.resize(x.size());
-  quantizer.decode(result.encoded, context_for(role), result.decoded.data());
-  return result;
+  return testing::round_trip(quantizer, kTokens, kDim, x, context_for(role));
 }
 
-double relative_mse(const std::vector<float>& x, const std::vector<float>& y) {
-  double error = 0, energy = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double difference = static_cast<double>(x[i]) - y[i];
-    error += difference * difference;
-    energy += static_cast<double>(x[i]) * x[i];
-  }
-  return error / energy;
-}
 
-// The message of the InputError `action` throws; a test failure when none.
-std::string input_error_message(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const InputError& error) {
-    return error.what();
-  } catch (const std::exception& other) {
-    ADD_FAILURE() << "expected an InputError, got: " << other.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return "";
-}
 
 // ---------------------------------------------------------------- spec text helpers
 

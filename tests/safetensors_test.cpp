@@ -22,9 +22,12 @@
 #include "core/mapped_file.h"
 #include "io/safetensors.h"
 #include "io/tensor_file.h"
+#include "test_support.h"
 
 namespace tqlab {
 namespace {
+
+using testing::input_error_message;
 
 namespace fs = std::filesystem;
 
@@ -70,16 +73,6 @@ std::unique_ptr<TensorFile> open_directly(const std::string& path) {
   return open_safetensors(std::make_shared<const MappedFile>(path));
 }
 
-/// The message of the InputError `action` throws ("" and a failure if none).
-std::string input_error_message(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const InputError& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return {};
-}
 
 bool mentions(const std::string& message, std::string_view part) {
   return message.find(part) != std::string::npos;

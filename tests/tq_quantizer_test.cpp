@@ -13,9 +13,13 @@
 #include "quant/codebook.h"
 #include "quant/registry.h"
 #include "quant/tq_quantizer.h"
+#include "test_support.h"
 
 namespace tqlab {
 namespace {
+
+using testing::RoundTrip;
+using testing::relative_mse;
 
 std::vector<float> gaussian_tensor(std::int64_t tokens, int dim, std::uint64_t seed, float scale = 1.0f) {
   Rng rng(seed);
@@ -24,30 +28,11 @@ std::vector<float> gaussian_tensor(std::int64_t tokens, int dim, std::uint64_t s
   return x;
 }
 
-struct RoundTrip {
-  EncodedTensor encoded;
-  std::vector<float> decoded;
-};
-
 RoundTrip round_trip(const std::string& spec, std::int64_t tokens, int dim, const std::vector<float>& x,
                      std::uint64_t seed = 0) {
-  const auto quantizer = make_quantizer(spec);
-  const QuantContext context{seed, Role::key, 0, 0};
-  RoundTrip result;
-  result.encoded = quantizer->encode(tokens, dim, x.data(), context);
-  result.decoded.resize(x.size());
-  quantizer->decode(result.encoded, context, result.decoded.data());
-  return result;
+  return testing::round_trip(*make_quantizer(spec), tokens, dim, x, QuantContext{seed, Role::key, 0, 0});
 }
 
-double relative_mse(const std::vector<float>& x, const std::vector<float>& y) {
-  double error = 0, energy = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    error += (static_cast<double>(x[i]) - y[i]) * (static_cast<double>(x[i]) - y[i]);
-    energy += static_cast<double>(x[i]) * x[i];
-  }
-  return error / energy;
-}
 
 TEST(TqSpecTest, CanonicalFormRoundTrips) {
   for (const char* spec : {"tq:b=4", "tq:b=3,block=32", "tq:b=2,rot=haar,cb=gauss", "tq:b=3,nc", "tq:b=2,debias",
