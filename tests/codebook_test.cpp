@@ -188,9 +188,9 @@ TEST(CodebookTest, CodeOfIsTheNearestLevel) {
         if (std::fabs(t - codebook.centroids[i]) < std::fabs(t - codebook.centroids[nearest])) nearest = i;
       ASSERT_EQ(codebook.code_of(t), nearest) << "b=" << bits << " t=" << t;
     }
-    // On a boundary the upper level wins; beyond the ends the outer levels.
+    // On a boundary the lower level wins (as in the kernels); beyond the ends the outer levels.
     for (int i = 0; i < static_cast<int>(codebook.boundaries.size()); ++i)
-      EXPECT_EQ(codebook.code_of(codebook.boundaries[i]), i + 1);
+      EXPECT_EQ(codebook.code_of(codebook.boundaries[i]), i);
     EXPECT_EQ(codebook.code_of(-1.0), 0);
     EXPECT_EQ(codebook.code_of(1.0), (1 << bits) - 1);
   }

@@ -592,7 +592,7 @@ std::optional<CodebookDistribution> parse_codebook_distribution(std::string_view
 
 int Codebook::code_of(double t) const {
   assert(!std::isnan(t));
-  return static_cast<int>(std::upper_bound(boundaries.begin(), boundaries.end(), t) - boundaries.begin());
+  return static_cast<int>(std::lower_bound(boundaries.begin(), boundaries.end(), t) - boundaries.begin());
 }
 
 namespace {

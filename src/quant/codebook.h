@@ -61,7 +61,8 @@ struct Codebook {
   double d_mse() const { return dim * mse_per_coord; }
 
   /// Index (0 .. 2^b − 1) of the level nearest to t: the number of boundaries
-  /// <= t (a t exactly on a boundary takes the upper level).
+  /// strictly below t (a t exactly on a boundary takes the lower level, as the
+  /// quantizer kernels do).
   /// Reference routine: a plain binary search; t must not be NaN.
   int code_of(double t) const;
 };

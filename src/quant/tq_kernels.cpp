@@ -138,7 +138,7 @@ void quantize_to_codes_reference(int n, const float* y, const Codebook& codebook
     double best_distance = INFINITY;
     for (int level = 0; level < static_cast<int>(codebook.centroids.size()); ++level) {
       const double distance = std::fabs(static_cast<double>(y[i]) - codebook.centroids_f[static_cast<std::size_t>(level)]);
-      if (distance <= best_distance) {
+      if (distance < best_distance) {
         best = level;
         best_distance = distance;
       }

@@ -31,8 +31,8 @@ void row_norms(std::int64_t n, int width, std::int64_t stride, const float* x, f
 void row_norms_reference(std::int64_t n, int width, std::int64_t stride, const float* x, float* norms);
 
 /// codes[i] = number of codebook boundaries (boundaries_f) strictly below y[i]:
-/// the nearest level, a value equal to a boundary taking the lower one (unlike
-/// Codebook::code_of, which takes the upper). y: n finite floats,
+/// the nearest level, a value equal to a boundary taking the lower one (as
+/// Codebook::code_of does). y: n finite floats,
 /// codes: n. The AVX2 form walks the implicit search tree of the boundaries
 /// eight values at a time, one comparison per bit.
 void quantize_to_codes(int n, const float* y, const Codebook& codebook, std::uint8_t* codes);
@@ -42,7 +42,7 @@ void quantize_to_codes(int n, const float* y, const Codebook& codebook, std::uin
 void quantize_to_codes_portable(int n, const float* y, const Codebook& codebook, std::uint8_t* codes);
 
 /// Reference for quantize_to_codes: the level of least |y - c| by a full scan
-/// (ties to the upper level).
+/// (ties to the lower level).
 void quantize_to_codes_reference(int n, const float* y, const Codebook& codebook, std::uint8_t* codes);
 
 /// Quantizes `count` values and writes their codes (codebook.bits bits each)
