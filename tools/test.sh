@@ -8,7 +8,7 @@ bash tools/install_deps.sh
 bash tools/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 if [ "${TQLAB_SKIP_SANITIZERS:-0}" != 1 ]; then
-  # -O1: the sanitizers' usual level, and a third faster to compile than -O2 on CI's 2 cores.
+  # -O1: the sanitizers' usual level, and quicker to compile than -O2 on CI's 2 cores.
   BUILD_DIR=build-asan bash tools/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DTQLAB_SANITIZE=ON \
     -DTQLAB_BUILD_BENCHMARKS=OFF
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
