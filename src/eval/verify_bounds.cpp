@@ -42,8 +42,6 @@ std::uint64_t row_seed(const VerifyBoundsOptions& options, int dim, int bits, St
   return derive_seed({options.seed, static_cast<std::uint64_t>(dim), static_cast<std::uint64_t>(bits), stream, index});
 }
 
-bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
-
 BoundsCheck z_check(std::string name, double value, double expected, double z, double tolerance, std::string detail) {
   return {std::move(name), value, expected, z, std::fabs(z) <= tolerance, std::move(detail)};
 }
@@ -133,7 +131,7 @@ void fill_theory(BoundsRow& row) {
 void measure_rotations(BoundsRow& row, const VerifyBoundsOptions& options) {
   if (options.rotation_samples == 0) return;
   std::vector<RotationKind> kinds = {RotationKind::haar};
-  if (is_power_of_two(row.dim)) kinds.push_back(RotationKind::hadamard);
+  if (hadamard_supports(row.dim)) kinds.push_back(RotationKind::hadamard);
   for (RotationKind kind : kinds) {
     RotationDistortion result;
     result.rotation = std::string(rotation_kind_name(kind));

@@ -104,10 +104,6 @@ std::vector<std::byte> f64_bytes(const std::vector<double>& values) {
   return bytes;
 }
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 }  // namespace
 
 std::string_view codebook_format_name(CodebookFormat format) {
@@ -130,7 +126,7 @@ std::optional<CodebookFormat> parse_codebook_format(std::string_view name) {
 }
 
 std::optional<CodebookFormat> codebook_format_for_path(std::string_view path) {
-  if (ends_with(path, ".h")) return CodebookFormat::hpp;
+  if (path.ends_with(".h")) return CodebookFormat::hpp;
   const auto dot = path.rfind('.');
   if (dot == std::string_view::npos) return std::nullopt;
   return parse_codebook_format(path.substr(dot + 1));
@@ -183,7 +179,7 @@ void write_codebooks(const std::string& path, CodebookFormat format, const std::
   if (path.empty() || path == "-") {
     fail("codebook export: --format {} writes a binary file; give -o FILE{}", codebook_format_name(format), extension);
   }
-  if (!ends_with(path, extension)) {
+  if (!std::string_view(path).ends_with(extension)) {
     fail("codebook export: --format {} but the output '{}' does not end in {}", codebook_format_name(format), path,
          extension);
   }

@@ -108,10 +108,6 @@ std::uint32_t crc32_of(std::uint32_t crc, std::span<const std::byte> bytes) {
       ::crc32_z(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<z_size_t>(bytes.size())));
 }
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 // ---------------------------------------------------------------------------
 // Reading
 
@@ -309,7 +305,7 @@ class ArchiveReader {
       fail("{}: compression method {} is not supported (expected 0, stored, or 8, deflate, as numpy writes)",
            member.where, member.method);
     }
-    if (!ends_with(member.name, ".npy")) {
+    if (!std::string_view(member.name).ends_with(".npy")) {
       fail("{}: not a .npy array (an .npz holds only NAME.npy members)", member.where);
     }
     if (member.name.size() == 4) fail("{}: the member's tensor name is empty", member.where);

@@ -212,14 +212,11 @@ std::vector<std::byte> read_all_bytes(const TensorView& tensor) {
 
 void write_tensor_file(const std::string& path, std::span<const TensorToWrite> tensors,
                        const std::map<std::string, std::string>& metadata, bool compressed) {
-  auto ends_with = [&](std::string_view suffix) {
-    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (ends_with(".safetensors")) {
+  if (path.ends_with(".safetensors")) {
     write_safetensors(path, tensors, metadata);
-  } else if (ends_with(".npz")) {
+  } else if (path.ends_with(".npz")) {
     write_npz(path, tensors, compressed);
-  } else if (ends_with(".npy")) {
+  } else if (path.ends_with(".npy")) {
     if (tensors.size() != 1) {
       fail("'{}': a .npy file holds one tensor, not {}; use .npz or .safetensors", path, tensors.size());
     }

@@ -448,11 +448,15 @@ void HaarRotation::inverse(std::int64_t n, const float* in, float* out) const {
   multiply_by_rows(n, dim(), matrix_.data(), in, out);
 }
 
+bool hadamard_supports(int dim) {
+  return dim >= 1 && dim <= kMaxHadamardDim && std::has_single_bit(static_cast<unsigned>(dim));
+}
+
 std::unique_ptr<Rotation> Rotation::make(RotationKind kind, int dim, std::uint64_t seed) {
   if (dim < 1) fail("rot={}: dimension must be at least 1, got {}", rotation_kind_name(kind), dim);
   switch (kind) {
     case RotationKind::hadamard:
-      if (dim > kMaxHadamardDim || !std::has_single_bit(static_cast<unsigned>(dim))) {
+      if (!hadamard_supports(dim)) {
         fail("rot=hadamard: dimension must be a power of two (1, 2, 4, ..., {}), got {}; "
              "use rot=haar for other sizes", kMaxHadamardDim, dim);
       }

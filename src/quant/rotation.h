@@ -33,6 +33,10 @@ std::optional<RotationKind> parse_rotation_kind(std::string_view name);
 inline constexpr int kMaxHadamardDim = 1 << 16;
 inline constexpr int kMaxHaarDim = 4096;
 
+/// True when a Hadamard rotation exists for `dim` coordinates: a power of two
+/// up to kMaxHadamardDim (what rot=hadamard and the default rotation need).
+bool hadamard_supports(int dim);
+
 class Rotation {
  public:
   /// Builds the rotation of `dim` coordinates whose random parts come from

@@ -25,8 +25,6 @@ enum SeedStream : std::uint64_t { kRotationStream = 1, kQjlStream = 2 };
 // Tokens processed together: a chunk of T x B floats stays in L2.
 constexpr std::int64_t kChunkTokens = 256;
 
-bool is_power_of_two(int n) { return n > 0 && std::has_single_bit(static_cast<unsigned>(n)); }
-
 // One group of channels quantized alike: all channels, or the regular /
 // outlier channels of outliers=K@B2.
 struct GroupPlan {
@@ -57,7 +55,7 @@ struct TensorPlan {
 
 RotationKind rotation_for(const TqOptions& options, int block) {
   if (options.rotation) return *options.rotation;
-  return is_power_of_two(block) ? RotationKind::hadamard : RotationKind::haar;
+  return hadamard_supports(block) ? RotationKind::hadamard : RotationKind::haar;
 }
 
 std::string dividing_blocks(int dim) {
@@ -458,7 +456,7 @@ void TqQuantizer::check_dim(int dim) const {
            spec, options_.outlier_channels, options_.outlier_bits, dim - 2);
     }
     for (int size : {dim - options_.outlier_channels, options_.outlier_channels}) {
-      if (options_.rotation == RotationKind::hadamard && !is_power_of_two(size)) {
+      if (options_.rotation == RotationKind::hadamard && !hadamard_supports(size)) {
         fail("quantizer spec '{}': rot=hadamard needs power-of-two groups, but outliers split head dim {} into {} and "
              "{}; drop rot= to use Haar where needed",
              spec, dim, dim - options_.outlier_channels, options_.outlier_channels);
@@ -472,7 +470,7 @@ void TqQuantizer::check_dim(int dim) const {
     fail("quantizer spec '{}': block={} does not divide the head dim {}; blocks that do: {}", spec, block, dim,
          dividing_blocks(dim));
   }
-  if (options_.rotation == RotationKind::hadamard && !is_power_of_two(block)) {
+  if (options_.rotation == RotationKind::hadamard && !hadamard_supports(block)) {
     fail("quantizer spec '{}': rot=hadamard needs a power-of-two block, and the block is {}; use rot=haar or a "
          "block of {}",
          spec, block, dividing_blocks(dim));
