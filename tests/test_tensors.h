@@ -17,8 +17,7 @@ inline void add_f32_tensor(TensorFile& file, const std::string& name, std::vecto
   view.name = name;
   view.dtype = DType::f32;
   view.shape = shape;
-  view.strides.assign(shape.size(), 1);
-  for (std::size_t axis = shape.size(); axis-- > 1;) view.strides[axis - 1] = view.strides[axis] * shape[axis];
+  view.strides = c_order_strides(shape);
   const std::vector<std::byte> bytes = encode_floats(values, DType::f32);
   view.byte_size = bytes.size();
   view.data = file.adopt_buffer(bytes);

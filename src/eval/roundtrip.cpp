@@ -92,13 +92,6 @@ void scatter_slab(std::int64_t tokens, int dim, std::size_t element_size, const 
   }
 }
 
-// Element strides of a C-contiguous tensor of `shape` (what the writers emit).
-std::vector<std::int64_t> c_order_strides(const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> strides(shape.size(), 1);
-  for (std::size_t axis = shape.size(); axis-- > 1;) strides[axis - 1] = strides[axis] * shape[axis];
-  return strides;
-}
-
 // One tensor to quantize: which role it plays in which selected layer.
 struct QuantizedTensor {
   const TensorView* view = nullptr;

@@ -84,16 +84,6 @@ std::optional<std::uint64_t> checked_byte_count(std::span<const std::int64_t> sh
   return empty ? 0 : bytes;
 }
 
-std::vector<std::int64_t> c_order_strides(const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> strides(shape.size());
-  std::int64_t stride = 1;
-  for (std::size_t axis = shape.size(); axis-- > 0;) {
-    strides[axis] = stride;
-    stride *= shape[axis];
-  }
-  return strides;
-}
-
 std::uint64_t load_u64_le(const std::byte* at) {
   std::uint64_t value = 0;
   for (int i = 7; i >= 0; --i) value = (value << 8) | static_cast<std::uint64_t>(at[i]);

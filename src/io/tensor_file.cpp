@@ -23,6 +23,12 @@ std::int64_t TensorView::element_count() const {
 
 std::string TensorView::shape_string() const { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
+std::vector<std::int64_t> c_order_strides(const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> strides(shape.size(), 1);
+  for (std::size_t axis = shape.size(); axis-- > 1;) strides[axis - 1] = strides[axis] * shape[axis];
+  return strides;
+}
+
 bool TensorView::is_c_contiguous() const {
   std::int64_t expected = 1;
   for (std::size_t axis = shape.size(); axis-- > 0;) {

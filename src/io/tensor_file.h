@@ -41,6 +41,9 @@ struct TensorView {
   bool is_c_contiguous() const;
 };
 
+/// Element strides of a C-contiguous (row-major) tensor of `shape`.
+std::vector<std::int64_t> c_order_strides(const std::vector<std::int64_t>& shape);
+
 /// Options that change how stored bytes are interpreted.
 struct OpenOptions {
   /// Read 2-byte raw values (npy '<u2', '|V2') as bfloat16.
