@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cassert>
+#include <cstring>
 
 namespace tqlab {
 
@@ -37,6 +38,54 @@ std::optional<DType> parse_dtype(std::string_view name) {
 }
 
 bool dtype_is_float(DType dtype) { return dtype != DType::raw16; }
+
+float store_element(float value, DType dtype, void* out) {
+  switch (dtype) {
+    case DType::f16: {
+      const std::uint16_t bits = float_to_half(value);
+      std::memcpy(out, &bits, 2);
+      return half_to_float(bits);
+    }
+    case DType::bf16:
+    case DType::raw16: {
+      const std::uint16_t bits = float_to_bf16(value);
+      std::memcpy(out, &bits, 2);
+      return bf16_to_float(bits);
+    }
+    case DType::f32: std::memcpy(out, &value, 4); return value;
+    case DType::f64: {
+      const double wide = value;
+      std::memcpy(out, &wide, 8);
+      return value;
+    }
+  }
+  assert(false && "unknown dtype");
+  return value;
+}
+
+float load_element(const void* in, DType dtype) {
+  switch (dtype) {
+    case DType::f16:
+    case DType::bf16:
+    case DType::raw16: {
+      std::uint16_t bits;
+      std::memcpy(&bits, in, 2);
+      return dtype == DType::f16 ? half_to_float(bits) : bf16_to_float(bits);
+    }
+    case DType::f32: {
+      float value;
+      std::memcpy(&value, in, 4);
+      return value;
+    }
+    case DType::f64: {
+      double value;
+      std::memcpy(&value, in, 8);
+      return static_cast<float>(value);
+    }
+  }
+  assert(false && "unknown dtype");
+  return 0.0f;
+}
 
 float half_to_float(std::uint16_t bits) {
   const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;

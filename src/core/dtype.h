@@ -33,6 +33,14 @@ std::optional<DType> parse_dtype(std::string_view name);
 /// True for types whose values convert to float without a reinterpretation choice.
 bool dtype_is_float(DType dtype);
 
+/// Writes `value` as one little-endian element of `dtype` at `out`
+/// (dtype_size(dtype) bytes; raw16 is written as bf16) and returns what the
+/// element holds, i.e. the value load_element will read back.
+float store_element(float value, DType dtype, void* out);
+
+/// Reads one little-endian element of `dtype` at `in` (raw16 read as bf16).
+float load_element(const void* in, DType dtype);
+
 float half_to_float(std::uint16_t bits);
 std::uint16_t float_to_half(float value);
 float bf16_to_float(std::uint16_t bits);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "quant/registry.h"
@@ -39,31 +40,6 @@ void check_output_path(const std::string& output_path, const TensorFile& input) 
   if (!std::filesystem::is_directory(directory)) {
     fail("'{}': directory '{}' does not exist", output_path, directory.string());
   }
-}
-
-// Writes `value` as one little-endian element of `dtype` at `out` and returns
-// what the file will hold: the value written and read back.
-float store_element(float value, DType dtype, std::byte* out) {
-  switch (dtype) {
-    case DType::f16: {
-      const std::uint16_t bits = float_to_half(value);
-      std::memcpy(out, &bits, 2);
-      return half_to_float(bits);
-    }
-    case DType::bf16:
-    case DType::raw16: {
-      const std::uint16_t bits = float_to_bf16(value);
-      std::memcpy(out, &bits, 2);
-      return bf16_to_float(bits);
-    }
-    case DType::f32: std::memcpy(out, &value, 4); return value;
-    case DType::f64: {
-      const double wide = value;
-      std::memcpy(out, &wide, 8);
-      return value;
-    }
-  }
-  return value;
 }
 
 // Copies one [token][dim] slab of elements (element_size bytes each, packed)

@@ -233,30 +233,9 @@ void write_tensor_file(const std::string& path, std::span<const TensorToWrite> t
 }
 
 std::vector<std::byte> encode_floats(std::span<const float> values, DType dtype) {
-  std::vector<std::byte> bytes(values.size() * dtype_size(dtype));
-  std::byte* at = bytes.data();
-  for (float value : values) {
-    switch (dtype) {
-      case DType::f16: {
-        const std::uint16_t bits = float_to_half(value);
-        std::memcpy(at, &bits, 2);
-        break;
-      }
-      case DType::bf16:
-      case DType::raw16: {
-        const std::uint16_t bits = float_to_bf16(value);
-        std::memcpy(at, &bits, 2);
-        break;
-      }
-      case DType::f32: std::memcpy(at, &value, 4); break;
-      case DType::f64: {
-        const double wide = value;
-        std::memcpy(at, &wide, 8);
-        break;
-      }
-    }
-    at += dtype_size(dtype);
-  }
+  const std::size_t size = dtype_size(dtype);
+  std::vector<std::byte> bytes(values.size() * size);
+  for (std::size_t i = 0; i < values.size(); ++i) store_element(values[i], dtype, bytes.data() + i * size);
   return bytes;
 }
 

@@ -104,7 +104,14 @@ std::string_view norm_type_name(NormType type) {
   return "?";
 }
 
-int norm_type_bytes(NormType type) { return type == NormType::fp32 ? 4 : 2; }
+DType norm_dtype(NormType type) {
+  switch (type) {
+    case NormType::fp16: return DType::f16;
+    case NormType::bf16: return DType::bf16;
+    case NormType::fp32: return DType::f32;
+  }
+  return DType::f16;
+}
 
 
 }  // namespace tqlab

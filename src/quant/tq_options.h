@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "core/dtype.h"
 #include "quant/codebook.h"
 #include "quant/rotation.h"
 #include "quant/spec.h"
@@ -38,7 +39,7 @@ struct TqOptions {
 };
 
 std::string_view norm_type_name(NormType type);
-/// Bytes of one stored norm.
-int norm_type_bytes(NormType type);
+/// The element type a norm is stored in.
+DType norm_dtype(NormType type);
 
 }  // namespace tqlab

@@ -102,7 +102,7 @@ TensorPlan make_plan(const TqOptions& options, std::int64_t tokens, int dim, con
     plan.outlier_indices = offset;
     offset += 2 * outliers.size();
   }
-  const std::size_t norm_bytes = static_cast<std::size_t>(norm_type_bytes(options.norm));
+  const std::size_t norm_bytes = dtype_size(norm_dtype(options.norm));
   for (const GroupPlan& group : plan.groups) {
     const std::size_t n = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(group.blocks);
     GroupSections sections;
@@ -125,26 +125,9 @@ TensorPlan make_plan(const TqOptions& options, std::int64_t tokens, int dim, con
 
 // Stores `value` in the norm type at `at`; returns the stored value as decode
 // will load it, without converting twice.
-float store_norm(float value, NormType type, std::uint8_t* at) {
-  if (type == NormType::fp32) {
-    std::memcpy(at, &value, 4);
-    return value;
-  }
-  const std::uint16_t bits = type == NormType::fp16 ? float_to_half(value) : float_to_bf16(value);
-  std::memcpy(at, &bits, 2);
-  return type == NormType::fp16 ? half_to_float(bits) : bf16_to_float(bits);
-}
+float store_norm(float value, NormType type, std::uint8_t* at) { return store_element(value, norm_dtype(type), at); }
 
-float load_norm(const std::uint8_t* at, NormType type) {
-  if (type == NormType::fp32) {
-    float value;
-    std::memcpy(&value, at, 4);
-    return value;
-  }
-  std::uint16_t bits;
-  std::memcpy(&bits, at, 2);
-  return type == NormType::fp16 ? half_to_float(bits) : bf16_to_float(bits);
-}
+float load_norm(const std::uint8_t* at, NormType type) { return load_element(at, norm_dtype(type)); }
 
 // The tensor being encoded: x as given, and the values quantized (x, or a
 // centered copy for center=channel). Both tokens x dim floats.
@@ -241,7 +224,7 @@ class GroupCodec {
     const int B = group_.block;
     const int dim = input.dim;
     const float* x = input.source;
-    const std::size_t norm_bytes = static_cast<std::size_t>(norm_type_bytes(options_.norm));
+    const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
     const int* channels = block_channels(block);
     float* rows = rows_.data();
     // The norms are read where the block lies in x when its channels are
@@ -282,7 +265,7 @@ class GroupCodec {
   void decode_block_rows(std::int64_t first, std::int64_t n, int block, const GroupSections& sections,
                          const std::uint8_t* bytes, int dim, float* out) {
     const int B = group_.block;
-    const std::size_t norm_bytes = static_cast<std::size_t>(norm_type_bytes(options_.norm));
+    const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
     float* rows = rows_.data();
     if (group_.projections > 0) {
       for (std::int64_t row = 0; row < n; ++row) {
@@ -380,7 +363,7 @@ class GroupCodec {
   void encode_residual(std::int64_t token, int block, const float* y, const GroupSections& sections,
                        std::uint8_t* bytes) {
     const int B = group_.block;
-    const std::size_t norm_bytes = static_cast<std::size_t>(norm_type_bytes(options_.norm));
+    const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
     const std::uint64_t at = slot(token, block);
     if (group_.mse_bits > 0) {
       quantize_to_codes(B, y, *codebook_, codes_.data());
