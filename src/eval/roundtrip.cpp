@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "eval/kv_slab.h"
 #include "quant/registry.h"
 #include "tqlab_version.h"
 
@@ -86,8 +87,8 @@ class TensorRoundtrip {
   RoundtripTensorResult run(const QuantizedTensor& tensor, std::vector<std::byte>& out) const {
     const TensorView& view = *tensor.view;
     const KvLayerShape& shape = dump_.layers()[static_cast<std::size_t>(tensor.layer_index)];
-    const int heads = tensor.role == Role::query ? shape.q_heads : shape.kv_heads;
-    const int dim = tensor.role == Role::value ? shape.value_dim : shape.key_dim;
+    const int heads = role_heads(dump_, tensor.layer_index, tensor.role);
+    const int dim = slab_dim(dump_, KvSlab{tensor.role, tensor.layer_index, 0, 0});
     const std::int64_t tokens = shape.tokens;
 
     RoundtripTensorResult result;
@@ -105,23 +106,13 @@ class TensorRoundtrip {
     const auto stride = [&](int axis) { return axis < 0 ? 0 : strides[static_cast<std::size_t>(axis)]; };
 
     const auto slab_size = static_cast<std::size_t>(tokens * dim);
-    std::vector<float> slab(slab_size), decoded(slab_size);
+    std::vector<float> slab, decoded(slab_size);
     std::vector<std::byte> stored_slab(slab_size * element_size);
     for (int seq = 0; seq < shape.seqs; ++seq) {
       for (int head = 0; head < heads; ++head) {
-        read(tensor, seq, head, slab.data());
-        // One context per head, the same for every sequence: a cache keeps one
-        // rotation per (layer, head) whatever sequence it serves.
-        const QuantContext context{seed_, tensor.role, shape.layer, head};
-        EncodedTensor encoded;
-        try {
-          encoded = tensor.quantizer->encode(tokens, dim, slab.data(), context);
-          tensor.quantizer->decode(encoded, context, decoded.data());
-        } catch (const InputError& error) {
-          fail("'{}': tensor '{}', sequence {}, head {}: {}", dump_.file().path(), view.name, seq, head,
-               error.what());
-        }
-        result.encoded_bytes += encoded.bytes.size();
+        const KvSlab where{tensor.role, tensor.layer_index, seq, head};
+        read_slab(dump_, where, slab);
+        result.encoded_bytes += fake_quantize(dump_, where, *tensor.quantizer, seed_, slab.data(), decoded.data());
         // The error is measured on what the file will hold, after rounding to its dtype.
         for (std::size_t i = 0; i < slab_size; ++i) {
           const float stored = store_element(decoded[i], view.dtype, stored_slab.data() + i * element_size);
@@ -144,14 +135,6 @@ class TensorRoundtrip {
   }
 
  private:
-  void read(const QuantizedTensor& tensor, int seq, int head, float* out) const {
-    switch (tensor.role) {
-      case Role::key: return dump_.read_keys(tensor.layer_index, seq, head, out);
-      case Role::value: return dump_.read_values(tensor.layer_index, seq, head, out);
-      case Role::query: return dump_.read_queries(tensor.layer_index, seq, head, out);
-    }
-  }
-
   const KvDump& dump_;
   const KvLayout& layout_;
   std::uint64_t seed_;
