@@ -1,0 +1,106 @@
+#include "eval/attention_block.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace tqlab {
+namespace {
+
+// c (m x n) = a (m x k) b^T, b being n x k: every row pair's dot product.
+void multiply_transposed(int m, int n, int k, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
+}
+
+// c (m x n) = beta c + a (m x k) b (k x n).
+void multiply(int m, int n, int k, const float* a, const float* b, float beta, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, beta, c, n);
+}
+
+double row_norm(int n, const float* x) {
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return std::sqrt(sum);
+}
+
+}  // namespace
+
+void AttentionBlock::set_exact(const ChunkGeometry& chunk, int first, int rows, bool causal, double scale,
+                               int key_dim, int value_dim, const float* q, const float* k, const float* v) {
+  chunk_ = chunk;
+  first_ = first;
+  rows_ = rows;
+  causal_ = causal;
+  scale_ = scale;
+  key_dim_ = key_dim;
+  value_dim_ = value_dim;
+  q_ = q;
+  v_ = v;
+  keys_ = causal ? first + rows : chunk.tokens;
+  const auto cells = static_cast<std::size_t>(rows) * static_cast<std::size_t>(keys_);
+  logit_error_.resize(cells);
+  multiply_transposed(rows, keys_, key_dim, q, k, logit_error_.data());  // borrowed for L until the first key error
+
+  logits_.assign(cells, 0.0);
+  probabilities_.assign(cells, 0.0);
+  probabilities_f_.assign(cells, 0.0f);
+  argmax_.resize(static_cast<std::size_t>(rows));
+  for (int row = 0; row < rows; ++row) {
+    const int attended = attended_keys(chunk, causal, first + row);
+    const std::size_t at = static_cast<std::size_t>(row) * static_cast<std::size_t>(keys_);
+    for (int j = 0; j < attended; ++j) logits_[at + j] = scale * static_cast<double>(logit_error_[at + j]);
+    argmax_[static_cast<std::size_t>(row)] = exact_softmax(attended, logits_.data() + at, probabilities_.data() + at);
+    for (int j = 0; j < attended; ++j) probabilities_f_[at + j] = static_cast<float>(probabilities_[at + j]);
+  }
+  output_error_.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(value_dim));
+  multiply(rows, value_dim, keys_, probabilities_f_.data(), v, 0.0f, output_error_.data());  // P V, for its norms
+  output_norm_.resize(static_cast<std::size_t>(rows));
+  for (int row = 0; row < rows; ++row) {
+    output_norm_[static_cast<std::size_t>(row)] =
+        row_norm(value_dim, output_error_.data() + static_cast<std::size_t>(row) * static_cast<std::size_t>(value_dim));
+  }
+  change_.resize(cells);
+  kept_.resize(cells);
+  delta_.resize(static_cast<std::size_t>(keys_));
+  p_tilde_.resize(static_cast<std::size_t>(keys_));
+}
+
+void AttentionBlock::set_key_error(const float* dk) {
+  multiply_transposed(rows_, keys_, key_dim_, q_, dk, logit_error_.data());
+}
+
+void AttentionBlock::compare(const ExactTokens& exact, const float* dv, const Consumer& consume) {
+  std::vector<QueryAttentionError> errors(static_cast<std::size_t>(rows_));
+  std::fill(change_.begin(), change_.end(), 0.0f);
+  std::fill(kept_.begin(), kept_.end(), 0.0f);
+  for (int row = 0; row < rows_; ++row) {
+    const int i = first_ + row;
+    const int attended = attended_keys(chunk_, causal_, i);
+    const std::size_t at = static_cast<std::size_t>(row) * static_cast<std::size_t>(keys_);
+    for (int j = 0; j < attended; ++j) delta_[static_cast<std::size_t>(j)] = scale_ * static_cast<double>(logit_error_[at + j]);
+    const auto ranges = exact.ranges(chunk_, i, attended);
+    for (const auto& [from, to] : ranges) std::fill(delta_.begin() + from, delta_.begin() + to, 0.0);
+    errors[static_cast<std::size_t>(row)] =
+        compare_query_attention(attended, logits_.data() + at, probabilities_.data() + at,
+                                argmax_[static_cast<std::size_t>(row)], delta_.data(), p_tilde_.data());
+    for (int j = 0; j < attended; ++j) {
+      change_[at + j] = static_cast<float>(p_tilde_[static_cast<std::size_t>(j)] - probabilities_[at + j]);
+      kept_[at + j] = static_cast<float>(p_tilde_[static_cast<std::size_t>(j)]);
+    }
+    for (const auto& [from, to] : ranges) std::fill(kept_.begin() + at + from, kept_.begin() + at + to, 0.0f);
+  }
+  multiply(rows_, value_dim_, keys_, change_.data(), v_, 0.0f, output_error_.data());
+  multiply(rows_, value_dim_, keys_, kept_.data(), dv, 1.0f, output_error_.data());
+  for (int row = 0; row < rows_; ++row) {
+    const double reference = output_norm_[static_cast<std::size_t>(row)];
+    std::optional<double> output_error;
+    if (reference > 0) {
+      output_error = row_norm(value_dim_, output_error_.data() + static_cast<std::size_t>(row) * static_cast<std::size_t>(value_dim_)) /
+                     reference;
+    }
+    consume(row, errors[static_cast<std::size_t>(row)], output_error);
+  }
+}
+
+}  // namespace tqlab

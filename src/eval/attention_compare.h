@@ -1,0 +1,35 @@
+// One query's attention with exact keys against the same with quantized keys
+// (DESIGN.md "Metrics"): the probabilities P over the keys the query attends,
+// P~ with each logit moved by its error delta, and what separates them.
+//
+// The logits are l_j = scale * q.k_j and l~_j = l_j + delta_j with
+// delta_j = scale * q.(k~_j - k_j), computed from the key error directly so
+// that a small error is not lost in the rounding of two large logits. Sums run
+// in double:
+//   KL(P || P~) = log sum_j p_j e^{delta_j} - sum_j p_j delta_j
+//               = log1p(sum_j p_j expm1(delta_j)) - sum_j p_j delta_j,
+// the second form exact to double precision even when KL is 1e-12.
+#pragma once
+
+namespace tqlab {
+
+/// p[j] = softmax(logits)[j], j < keys, in double; returns the arg-max (the
+/// lowest index among equal logits). keys >= 1.
+int exact_softmax(int keys, const double* logits, double* p);
+
+/// What the key error did to one query's attention distribution.
+struct QueryAttentionError {
+  double kl = 0;              ///< KL(P || P~), nats
+  bool top1 = true;           ///< arg-max of P~ is P's arg-max
+  bool top5 = true;           ///< P's arg-max is among the 5 largest of P~ (ties: lower index first)
+  double cosine = 1;          ///< <P, P~> / (|P| |P~|)
+  double ip_bias = 0;         ///< mean of delta_j over the attended keys (logit units)
+  double ip_mean_square = 0;  ///< mean of delta_j^2 over the attended keys
+};
+
+/// Compares P (p, from exact_softmax of `logits`, with arg-max `exact_argmax`)
+/// with P~ for logits + delta, and writes P~ to p_tilde. All arrays: `keys` doubles.
+QueryAttentionError compare_query_attention(int keys, const double* logits, const double* p, int exact_argmax,
+                                            const double* delta, double* p_tilde);
+
+}  // namespace tqlab

@@ -1,0 +1,143 @@
+#include "io/json_reader.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+namespace tqlab {
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("config '{}': cannot be read (missing, or not readable)", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    return nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& error) {
+    // what() is "[json.exception.parse_error.101] parse error at line 3, column 5: ...".
+    std::string what = error.what();
+    if (const std::size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+    fail("config '{}': not valid JSON: {}", path, what);
+  }
+}
+
+JsonReader::JsonReader(const nlohmann::json& value, std::string file, std::string path)
+    : value_(&value), file_(std::move(file)), path_(std::move(path)) {}
+
+void JsonReader::fail_with(const std::string& message) const {
+  if (path_.empty()) fail("config '{}': {}", file_, message);
+  fail("config '{}': {}: {}", file_, path_, message);
+}
+
+std::string JsonReader::type_name() const {
+  switch (value_->type()) {
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::object: return "an object";
+    case nlohmann::json::value_t::array: return "a list";
+    case nlohmann::json::value_t::string: return "a string";
+    case nlohmann::json::value_t::boolean: return "true/false";
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned: return "an integer";
+    case nlohmann::json::value_t::number_float: return "a number";
+    default: return "a value of another kind";
+  }
+}
+
+void JsonReader::require_object() const {
+  if (!value_->is_object()) fail("expected an object {{...}}, got {}", type_name());
+}
+
+void JsonReader::allow_only(std::initializer_list<std::string_view> allowed) const {
+  require_object();
+  for (const auto& [key, member] : value_->items()) {
+    bool known = false;
+    for (std::string_view name : allowed) known = known || name == key;
+    if (!known) {
+      const std::string where = path_.empty() ? key : path_ + "." + key;
+      fail("config '{}': unknown key '{}' (allowed{}: {})", file_, where, path_.empty() ? "" : " in " + path_,
+           fmt::join(allowed, ", "));
+    }
+  }
+}
+
+bool JsonReader::has(std::string_view key) const {
+  require_object();
+  return value_->contains(key);
+}
+
+std::optional<JsonReader> JsonReader::find(std::string_view key) const {
+  require_object();
+  const auto found = value_->find(key);
+  if (found == value_->end()) return std::nullopt;
+  return JsonReader(*found, file_, path_.empty() ? std::string(key) : path_ + "." + std::string(key));
+}
+
+JsonReader JsonReader::at(std::string_view key) const {
+  if (auto found = find(key)) return *found;
+  if (path_.empty()) fail("config '{}': missing key '{}'", file_, key);
+  fail("config '{}': missing key '{}.{}'", file_, path_, key);
+}
+
+std::vector<std::pair<std::string, JsonReader>> JsonReader::members() const {
+  require_object();
+  std::vector<std::pair<std::string, JsonReader>> out;
+  for (const auto& [key, member] : value_->items()) {
+    out.emplace_back(key, JsonReader(member, file_, path_.empty() ? key : path_ + "." + key));
+  }
+  return out;
+}
+
+bool JsonReader::is_array() const { return value_->is_array(); }
+bool JsonReader::is_string() const { return value_->is_string(); }
+bool JsonReader::is_object() const { return value_->is_object(); }
+bool JsonReader::is_number() const { return value_->is_number(); }
+bool JsonReader::is_bool() const { return value_->is_boolean(); }
+
+std::vector<JsonReader> JsonReader::elements() const {
+  if (!value_->is_array()) fail("expected a list [...], got {}", type_name());
+  std::vector<JsonReader> out;
+  for (std::size_t i = 0; i < value_->size(); ++i) {
+    out.emplace_back((*value_)[i], file_, fmt::format("{}[{}]", path_, i));
+  }
+  return out;
+}
+
+std::string JsonReader::as_string() const {
+  if (!value_->is_string()) fail("expected a string, got {}", type_name());
+  return value_->get<std::string>();
+}
+
+bool JsonReader::as_bool() const {
+  if (!value_->is_boolean()) fail("expected true or false, got {}", type_name());
+  return value_->get<bool>();
+}
+
+double JsonReader::as_number() const {
+  if (!value_->is_number()) fail("expected a number, got {}", type_name());
+  const double number = value_->get<double>();
+  if (!std::isfinite(number)) fail("expected a finite number, got {}", number);
+  return number;
+}
+
+std::int64_t JsonReader::as_integer(std::int64_t lo, std::int64_t hi) const {
+  if (value_->is_number_unsigned()) {
+    const auto number = value_->get<std::uint64_t>();
+    if (number > static_cast<std::uint64_t>(hi)) fail("{} is out of range {}..{}", number, lo, hi);
+    return static_cast<std::int64_t>(number);
+  }
+  if (!value_->is_number_integer()) fail("expected an integer, got {}", type_name());
+  const auto number = value_->get<std::int64_t>();
+  if (number < lo || number > hi) fail("{} is out of range {}..{}", number, lo, hi);
+  return number;
+}
+
+std::uint64_t JsonReader::as_unsigned() const {
+  if (value_->is_number_unsigned()) return value_->get<std::uint64_t>();
+  if (value_->is_number_integer()) fail("expected a non-negative integer, got {}", value_->get<std::int64_t>());
+  fail("expected a non-negative integer, got {}", type_name());
+}
+
+}  // namespace tqlab
