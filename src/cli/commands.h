@@ -16,6 +16,7 @@ void setup_list(CLI::App& app, int& exit_code);
 void setup_roundtrip(CLI::App& app, int& exit_code);
 void setup_codebook(CLI::App& app, int& exit_code);
 void setup_verify_bounds(CLI::App& app, int& exit_code);
+void setup_sweep(CLI::App& app, int& exit_code);
 
 /// The one-line message for a command-line usage error, naming the command the
 /// parser had entered ("tqlab inspect: file is required (see tqlab inspect --help)"),

@@ -2,12 +2,14 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli/blas_kernels.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "tqlab_version.h"
 
 int main(int argc, char** argv) {
+  tqlab::cli::pin_blas_kernels(argv);
   CLI::App app{
       "tqlab: a laboratory for KV-cache quantization (TurboQuant and its rivals) on real tensors.\n"
       "Exit codes: 0 success, 1 checked and found a difference/violation, 2 usage or input error."};
@@ -27,6 +29,7 @@ int main(int argc, char** argv) {
   tqlab::cli::setup_roundtrip(app, exit_code);
   tqlab::cli::setup_codebook(app, exit_code);
   tqlab::cli::setup_verify_bounds(app, exit_code);
+  tqlab::cli::setup_sweep(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -16,6 +16,7 @@
 extern "C" {
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
+char* openblas_get_corename(void);
 }
 
 namespace tqlab {
@@ -27,6 +28,8 @@ int resolve_thread_count(int requested) {
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
 }
+
+std::string blas_kernels() { return std::string("OpenBLAS ") + openblas_get_corename(); }
 
 BlasThreadPolicy::BlasThreadPolicy() : previous_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
 

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 
 namespace tqlab {
 
@@ -40,5 +41,8 @@ class BlasThreadPolicy {
  private:
   int previous_;
 };
+
+/// The BLAS kernels in use, as results record them: "OpenBLAS Haswell".
+std::string blas_kernels();
 
 }  // namespace tqlab

@@ -1,0 +1,32 @@
+// A progress line on stderr, redrawn in place ("\r"), only when stderr is a
+// terminal: what a long job is doing, how far it is, elapsed time and ETA.
+// Safe to call from any thread; redraws at most a few times a second.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <mutex>
+#include <string>
+
+namespace tqlab::cli {
+
+class ProgressLine {
+ public:
+  /// `enabled` false (--quiet) or stderr not a terminal: every call does nothing.
+  ProgressLine(std::string label, bool enabled);
+  ~ProgressLine();
+
+  /// done of total units; `detail` is shown after the counts ("layer 3").
+  void update(std::size_t done, std::size_t total, const std::string& detail);
+  /// Erases the line (before the results are printed).
+  void finish();
+
+ private:
+  std::string label_;
+  bool enabled_;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+  std::mutex mutex_;
+  bool drawn_ = false;
+};
+
+}  // namespace tqlab::cli
