@@ -28,8 +28,9 @@ JsonReader::JsonReader(const nlohmann::json& value, std::string file, std::strin
     : value_(&value), file_(std::move(file)), path_(std::move(path)) {}
 
 void JsonReader::fail_with(const std::string& message) const {
-  if (path_.empty()) fail("config '{}': {}", file_, message);
-  fail("config '{}': {}: {}", file_, path_, message);
+  // tqlab::fail, not this class's own fail (which formats and comes back here).
+  if (path_.empty()) tqlab::fail("config '{}': {}", file_, message);
+  tqlab::fail("config '{}': {}: {}", file_, path_, message);
 }
 
 std::string JsonReader::type_name() const {
@@ -57,7 +58,7 @@ void JsonReader::allow_only(std::initializer_list<std::string_view> allowed) con
     for (std::string_view name : allowed) known = known || name == key;
     if (!known) {
       const std::string where = path_.empty() ? key : path_ + "." + key;
-      fail("config '{}': unknown key '{}' (allowed{}: {})", file_, where, path_.empty() ? "" : " in " + path_,
+      tqlab::fail("config '{}': unknown key '{}' (allowed{}: {})", file_, where, path_.empty() ? "" : " in " + path_,
            fmt::join(allowed, ", "));
     }
   }
@@ -77,8 +78,8 @@ std::optional<JsonReader> JsonReader::find(std::string_view key) const {
 
 JsonReader JsonReader::at(std::string_view key) const {
   if (auto found = find(key)) return *found;
-  if (path_.empty()) fail("config '{}': missing key '{}'", file_, key);
-  fail("config '{}': missing key '{}.{}'", file_, path_, key);
+  if (path_.empty()) tqlab::fail("config '{}': missing key '{}'", file_, key);
+  tqlab::fail("config '{}': missing key '{}.{}'", file_, path_, key);
 }
 
 std::vector<std::pair<std::string, JsonReader>> JsonReader::members() const {
@@ -136,7 +137,11 @@ std::int64_t JsonReader::as_integer(std::int64_t lo, std::int64_t hi) const {
 
 std::uint64_t JsonReader::as_unsigned() const {
   if (value_->is_number_unsigned()) return value_->get<std::uint64_t>();
-  if (value_->is_number_integer()) fail("expected a non-negative integer, got {}", value_->get<std::int64_t>());
+  if (value_->is_number_integer()) {
+    const auto number = value_->get<std::int64_t>();
+    if (number >= 0) return static_cast<std::uint64_t>(number);
+    fail("expected a non-negative integer, got {}", number);
+  }
   fail("expected a non-negative integer, got {}", type_name());
 }
 
