@@ -138,18 +138,8 @@ class SweepRunner {
  public:
   SweepRunner(const SweepPlan& plan, const SweepOptions& options)
       : plan_(plan), dump_(*plan.dump), options_(options), units_(dump_),
-        seeds_(static_cast<int>(plan.config.seeds.size())), run_seeds_(static_cast<int>(plan.runs.size()) * seeds_) {
-    const AttentionConfig& attention = plan.config.metrics.attention_options;
-    int largest_window = 0, largest_sink = 0;
-    for (const PlannedRun& run : plan.runs) {
-      largest_window = std::max(largest_window, run.window);
-      largest_sink = std::max(largest_sink, run.sink);
-    }
-    if (plan.needle) {
-      trials_ = plan_needle_trials(dump_, plan.config.metrics.needle_options.trials, attention, largest_window,
-                                   largest_sink);
-    }
-    margins_ = plan.config.metrics.needle_options.margins;
+        seeds_(static_cast<int>(plan.config.seeds.size())), run_seeds_(static_cast<int>(plan.runs.size()) * seeds_),
+        trials_(plan.needle_trials), margins_(plan.config.metrics.needle_options.margins) {
     std::int64_t queries = 0;
     for (const KvLayerShape& shape : dump_.layers()) queries += std::int64_t{shape.seqs} * shape.q_heads * shape.tokens;
     const std::size_t layers = dump_.layers().size();
@@ -593,8 +583,8 @@ class SweepRunner {
   Units units_;
   int seeds_;
   int run_seeds_;
-  std::vector<NeedleTrial> trials_;
-  std::vector<double> margins_;
+  const std::vector<NeedleTrial>& trials_;
+  const std::vector<double>& margins_;
   std::vector<RunSeedTotals> totals_;
   SweepTiming timing_;
   std::int64_t skipped_keys_ = 0, skipped_values_ = 0, skipped_queries_ = 0;

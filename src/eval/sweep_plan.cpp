@@ -1,5 +1,6 @@
 #include "eval/sweep_plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -160,6 +161,21 @@ SweepPlan plan_sweep(SweepConfig config) {
   plan.attention = metrics.attention && dump.has_queries();
   plan.needle = metrics.needle && metrics.needle_options.trials > 0 && dump.has_queries();
   plan.synthetic_needle = metrics.needle && metrics.needle_options.synth_trials > 0;
+  if (plan.needle) {
+    int largest_window = 0, largest_sink = 0;
+    for (const PlannedRun& run : plan.runs) {
+      largest_window = std::max(largest_window, run.window);
+      largest_sink = std::max(largest_sink, run.sink);
+    }
+    plan.needle_trials = plan_needle_trials(dump, metrics.needle_options.trials, metrics.attention_options,
+                                            largest_window, largest_sink);
+    if (plan.needle_trials.empty()) {
+      plan.warnings.push_back(fmt::format(
+          "no planted-needle trial fits: no query has a key before it in its chunk outside the largest window ({}) "
+          "and sink ({}); the needle_top1/needle_weight_ratio metrics are null",
+          largest_window, largest_sink));
+    }
+  }
   if (plan.synthetic_needle) {
     for (const PlannedRun& run : plan.runs) {
       if (run.synthetic_needle_quantizer < 0) {

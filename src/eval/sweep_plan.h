@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "eval/attention_geometry.h"
+#include "eval/needle.h"
 #include "eval/sweep_config.h"
 #include "io/kv_dump.h"
 #include "io/tensor_file.h"
@@ -51,6 +52,7 @@ struct SweepPlan {
   bool attention = false;         ///< requested and the dump has queries
   bool needle = false;            ///< the planted-needle test on the dump (needs queries)
   bool synthetic_needle = false;  ///< seed 001's synthetic test
+  std::vector<NeedleTrial> needle_trials;  ///< the planted-needle trials (needle.h), placed once for every run
   std::vector<std::string> warnings;  ///< said once, before the work starts
 };
 
