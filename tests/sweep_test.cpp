@@ -339,7 +339,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         SweepCase{"causal_gqa_chunks_recent_window_sinks", DumpShape{2, 2, 2, 4, 37, 16, 8},
                   attention(16, true, WindowMode::recent),
-                  {{"tq:b=3", "tq:b=2", 0, 0}, {"tq:b=2,qjl=prod", "fp8_e4m3", 5, 3}, {"tq:b=4,block=8", "tq:b=3", 0, 2}}},
+                  {{"tq:b=3", "tq:b=2", 0, 0}, {"tq:b=2,qjl=prod", "fp8_e4m3", 5, 3}, {"tq:b=4,block=8", "tq:b=3", 0, 2},
+                   {"tq:b=1,rot=none", "tq:b=1", 0, 0}}},
         SweepCase{"bidirectional_tail_window_sink_past_chunk", DumpShape{2, 1, 2, 2, 30, 16, 16},
                   attention(8, false, WindowMode::tail),
                   {{"tq:b=3,nc", "tq:b=3", 3, 10}, {"kivi:b=2,group=10", "fp16", 0, 0}}},

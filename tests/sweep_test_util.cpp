@@ -24,7 +24,8 @@ void write_dump(const std::string& path, const DumpShape& shape, std::uint64_t s
   };
   for (int layer = 0; layer < shape.layers; ++layer) {
     const std::string prefix = "layers." + std::to_string(layer);
-    add(prefix + ".q", shape.q_heads, shape.key_dim, 2.0 + layer, 0.0);
+    // Layer 1's queries are strong: 1-bit keys move their logits by tens of nats.
+    add(prefix + ".q", shape.q_heads, shape.key_dim, layer == 1 ? 12.0 : 2.0, 0.0);
     add(prefix + ".k", shape.kv_heads, shape.key_dim, 1.0, 3.0);
     add(prefix + ".v", shape.kv_heads, shape.value_dim, 0.5, 0.0);
   }

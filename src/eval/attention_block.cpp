@@ -12,6 +12,9 @@ namespace {
 void multiply_transposed(int m, int n, int k, const float* a, const float* b, float* c) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
 }
+void multiply_transposed(int m, int n, int k, const double* a, const double* b, double* c) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, a, k, b, k, 0.0, c, n);
+}
 
 // c (m x n) = beta c + a (m x k) b (k x n).
 void multiply(int m, int n, int k, const float* a, const float* b, float beta, float* c) {
@@ -39,17 +42,19 @@ void AttentionBlock::set_exact(const ChunkGeometry& chunk, int first, int rows, 
   v_ = v;
   keys_ = causal ? first + rows : chunk.tokens;
   const auto cells = static_cast<std::size_t>(rows) * static_cast<std::size_t>(keys_);
-  logit_error_.resize(cells);
-  multiply_transposed(rows, keys_, key_dim, q, k, logit_error_.data());  // borrowed for L until the first key error
-
-  logits_.assign(cells, 0.0);
+  // The exact logits in double (computed once per block, so the cost is small):
+  // P is then exact to double precision even for logits in the hundreds.
+  queries_d_.assign(q, q + static_cast<std::size_t>(rows) * key_dim);
+  keys_d_.assign(k, k + static_cast<std::size_t>(keys_) * key_dim);
+  logits_.resize(cells);
+  multiply_transposed(rows, keys_, key_dim, queries_d_.data(), keys_d_.data(), logits_.data());
+  for (double& logit : logits_) logit *= scale;
   probabilities_.assign(cells, 0.0);
   probabilities_f_.assign(cells, 0.0f);
   argmax_.resize(static_cast<std::size_t>(rows));
   for (int row = 0; row < rows; ++row) {
     const int attended = attended_keys(chunk, causal, first + row);
     const std::size_t at = static_cast<std::size_t>(row) * static_cast<std::size_t>(keys_);
-    for (int j = 0; j < attended; ++j) logits_[at + j] = scale * static_cast<double>(logit_error_[at + j]);
     argmax_[static_cast<std::size_t>(row)] = exact_softmax(attended, logits_.data() + at, probabilities_.data() + at);
     for (int j = 0; j < attended; ++j) probabilities_f_[at + j] = static_cast<float>(probabilities_[at + j]);
   }
@@ -60,6 +65,7 @@ void AttentionBlock::set_exact(const ChunkGeometry& chunk, int first, int rows, 
     output_norm_[static_cast<std::size_t>(row)] =
         row_norm(value_dim, output_error_.data() + static_cast<std::size_t>(row) * static_cast<std::size_t>(value_dim));
   }
+  logit_error_.resize(cells);
   change_.resize(cells);
   kept_.resize(cells);
   delta_.resize(static_cast<std::size_t>(keys_));

@@ -5,8 +5,9 @@
 // Shapes (row-major floats): q: rows x key_dim, the block's queries; k, v:
 // keys x key_dim and keys x value_dim, the chunk's first `keys` tokens, keys =
 // first + rows (causal) or the chunk's length. Logits go through cblas_sgemm:
-//   L = q k^T (rows x keys), once;  D = q dk^T with dk = k~ - k, per key error,
-// and the logit error scale * D enters in double (attention_compare.h). The
+//   L = q k^T (rows x keys), once, in double (dgemm);  D = q dk^T with dk = k~ - k,
+// per key error (sgemm), and the logit error scale * D enters in double
+// (attention_compare.h). The
 // output error P~ V~ - P V = (P~ - P) V + P~' dv, with dv = v~ - v and P~'
 // zero on the exact tokens, is two more sgemms per comparison.
 // The reference these are tested against is attention_reference.h.
@@ -48,7 +49,8 @@ class AttentionBlock {
   double scale_ = 1;
   const float* q_ = nullptr;
   const float* v_ = nullptr;
-  std::vector<double> logits_, probabilities_;  // rows x keys
+  std::vector<double> queries_d_, keys_d_;      // the block's q and k in double, for the exact logits
+  std::vector<double> logits_, probabilities_;  // rows x keys (scaled logits; entries past a row's keys unused)
   std::vector<float> probabilities_f_;          // rows x keys, P as the output sgemm takes it
   std::vector<int> argmax_;                     // rows
   std::vector<double> output_norm_;             // rows: |P V|

@@ -8,7 +8,11 @@ namespace {
 
 // Above this logit error exp(delta) overflows a double; the log-sum-exp form
 // takes over (where KL is anything but small, so it loses nothing).
-constexpr double kMaxExpm1Delta = 700.0;
+constexpr double kMaxExpDelta = 700.0;
+// expm1 where exp(delta) - 1 would cancel; exp beyond.
+constexpr double kExpm1Range = 0.5;
+// |sum p (e^delta - 1)| up to which log1p is used (beyond it log(sum p e^delta) is as exact).
+constexpr double kLog1pRange = 0.5;
 
 }  // namespace
 
@@ -42,15 +46,30 @@ QueryAttentionError compare_query_attention(int keys, const double* logits, cons
   error.ip_bias = mean_delta / keys;
   error.ip_mean_square = mean_square / keys;
 
-  if (largest_delta <= kMaxExpm1Delta) {
-    double shift = 0;  // sum_j p_j expm1(delta_j) = sum p~ unnormalized - 1
+  if (largest_delta <= kMaxExpDelta) {
+    // w_j = p_j e^{delta_j} > 0 and sum_j w_j, without cancellation; and
+    // shift = sum_j p_j (e^{delta_j} - 1), which is accurate when P~ is close to P.
+    double shift = 0, total = 0;
     for (int j = 0; j < keys; ++j) {
-      const double grown = std::expm1(delta[j]);
-      p_tilde[j] = p[j] + p[j] * grown;
+      double grown, weight;
+      if (std::abs(delta[j]) < kExpm1Range) {
+        grown = std::expm1(delta[j]);
+        weight = p[j] + p[j] * grown;
+      } else {
+        const double factor = std::exp(delta[j]);
+        weight = p[j] * factor;
+        grown = factor - 1.0;
+      }
+      p_tilde[j] = weight;
+      total += weight;
       shift += p[j] * grown;
     }
-    error.kl = std::log1p(shift) - weighted_delta;
-    const double inverse = 1.0 / (1.0 + shift);
+    // log sum_j p_j e^{delta_j}: log1p(shift) near 0, where log(total) would lose
+    // the digits of a KL of 1e-12; log(total) otherwise, where 1 + shift may cancel
+    // (the keys holding P's mass losing almost all of it).
+    const double log_ratio = std::abs(shift) <= kLog1pRange ? std::log1p(shift) : std::log(total);
+    error.kl = log_ratio - weighted_delta;
+    const double inverse = 1.0 / total;
     for (int j = 0; j < keys; ++j) p_tilde[j] *= inverse;
   } else {
     double top = logits[0] + delta[0];

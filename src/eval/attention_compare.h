@@ -6,9 +6,11 @@
 // delta_j = scale * q.(k~_j - k_j), computed from the key error directly so
 // that a small error is not lost in the rounding of two large logits. Sums run
 // in double:
-//   KL(P || P~) = log sum_j p_j e^{delta_j} - sum_j p_j delta_j
-//               = log1p(sum_j p_j expm1(delta_j)) - sum_j p_j delta_j,
-// the second form exact to double precision even when KL is 1e-12.
+//   KL(P || P~) = log sum_j p_j e^{delta_j} - sum_j p_j delta_j,
+// the logarithm taken as log1p(sum_j p_j expm1(delta_j)) when P~ is close to P
+// (exact to double precision even when KL is 1e-12), and as the log of the
+// positive sum when it is not (where 1 + sum p expm1 would cancel: the keys
+// that held P's mass losing nearly all of it).
 #pragma once
 
 namespace tqlab {
