@@ -47,6 +47,23 @@ TEST(ParallelFor, ReportsTheLowestFailingItemNotTheFirstToFail) {
   }
 }
 
+TEST(ParallelFor, ALaterErrorOfAHigherItemDoesNotReplaceALowerOne) {
+  for (int threads : {1, 2, 4}) {
+    try {
+      parallel_for(8, threads, [&](std::size_t item, int) {
+        if (item == 1) throw std::runtime_error("item 1");
+        if (item == 2) {  // already running on another thread when item 1 fails
+          std::this_thread::sleep_for(std::chrono::milliseconds(30));
+          throw std::runtime_error("item 2");
+        }
+      });
+      FAIL() << "no exception";
+    } catch (const std::runtime_error& error) {
+      EXPECT_EQ(std::string(error.what()), "item 1") << threads << " threads";
+    }
+  }
+}
+
 TEST(ParallelFor, ResolveThreadCount) {
   EXPECT_EQ(resolve_thread_count(3), 3);
   EXPECT_GE(resolve_thread_count(0), 1);
