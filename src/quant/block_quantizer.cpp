@@ -20,7 +20,13 @@ constexpr int kHalfBlock = kQuantBlockSize / 2;
 
 // ggml multiplies by the reciprocal and takes 0 for a zero scale, so an
 // all-zero block gets codes that decode to zero without dividing by zero.
-float reciprocal_or_zero(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
+// A subnormal scale (below 2^-128) has no float reciprocal either: it also
+// takes 0 (ggml would form Inf and NaN codes, undefined when cast to int);
+// its fp16 copy is 0, so the block decodes to zero whatever the codes.
+float reciprocal_or_zero(float d) {
+  const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+  return std::isfinite(inverse) ? inverse : 0.0f;
+}
 
 std::uint8_t pack_nibbles(int low, int high) { return static_cast<std::uint8_t>(low | (high << 4)); }
 

@@ -254,7 +254,13 @@ class GroupCodec {
       const float inverse = norm > 0 ? 1.0f / norm : 0.0f;
       const float* in = block_rows + row * stride;
       float* u = rows + row * B;
-      for (int i = 0; i < B; ++i) u[i] = in[i] * inverse;
+      if (std::isfinite(inverse)) {
+        for (int i = 0; i < B; ++i) u[i] = in[i] * inverse;
+      } else {
+        // A subnormal norm (below 2^-128) has no float reciprocal: x * Inf
+        // would be Inf or NaN. |x_i| <= ||x||, so x_i / ||x|| is finite.
+        for (int i = 0; i < B; ++i) u[i] = in[i] / norm;
+      }
     }
     rotations_[static_cast<std::size_t>(block)]->forward(n, rows, rows);
   }
