@@ -241,3 +241,56 @@ TEST(TqSpecTest, DimDependentDefaultsResolveToOneName) {
 
 }  // namespace
 }  // namespace tqlab
+
+namespace tqlab {
+namespace {
+
+// check_dim is complete: wherever it accepts a head dim, encode succeeds on
+// finite data (issue 7: at D = 8192, outliers=32@3 passed check_dim, then
+// encode failed naming rot=haar). Every tq example spec and variants that
+// stress the dim checks, over dims from 1 to past the largest codebook.
+// Dims above 256 are chosen so that no accepted spec builds a Haar matrix
+// (O(B^3) to build: at 4097 outliers=8@3 is a Haar group of 4089, seconds of
+// work); past 4096 every group of outliers= exceeds the largest codebook.
+TEST(TqSpecTest, CheckDimPassesOnlyWhereEncodeSucceeds) {
+  std::vector<std::string> specs;
+  for (const MethodInfo& method : quantizer_methods()) {
+    if (method.name == "tq") specs.insert(specs.end(), method.example_specs.begin(), method.example_specs.end());
+  }
+  for (const char* extra : {"tq:b=3,outliers=32@3", "tq:b=3,rot=hadamard,outliers=8@3", "tq:b=2,block=64",
+                            "tq:b=2,block=16,rot=hadamard", "tq:b=3,rot=none,outliers=2@2", "tq:b=2,block=4096"}) {
+    ASSERT_EQ(make_quantizer(extra)->spec(), extra) << "written canonically, as errors print it";
+    specs.push_back(extra);
+  }
+  const int dims[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 31, 32, 33, 34, 40, 64, 66, 96, 127, 128, 130, 256,
+                      4160, 5000, 8192, 8200};
+  int accepted = 0, refused = 0;
+  for (const std::string& spec : specs) {
+    const auto quantizer = make_quantizer(spec);
+    for (int dim : dims) {
+      try {
+        quantizer->check_dim(dim);
+      } catch (const InputError& error) {
+        EXPECT_NE(std::string(error.what()).find(spec), std::string::npos) << error.what();
+        ++refused;
+        continue;
+      }
+      ++accepted;
+      const std::int64_t tokens = 2;
+      const auto x = gaussian_tensor(tokens, dim, static_cast<std::uint64_t>(dim));
+      EXPECT_NO_THROW(round_trip(spec, tokens, dim, x)) << spec << " at head dim " << dim;
+    }
+  }
+  EXPECT_GT(accepted, 100);
+  EXPECT_GT(refused, 50);
+}
+
+TEST(TqSpecTest, CheckDimNamesWhatTheUserWrote) {
+  const std::string message = testing::input_error_message([] { make_quantizer("tq:b=3,outliers=32@3")->check_dim(8192); });
+  EXPECT_NE(message.find("groups of 8160 and 32"), std::string::npos) << message;
+  EXPECT_NE(message.find("4096"), std::string::npos) << message;
+  EXPECT_EQ(message.find("haar"), std::string::npos) << "the user never asked for Haar: " << message;
+}
+
+}  // namespace
+}  // namespace tqlab

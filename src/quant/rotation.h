@@ -37,6 +37,10 @@ inline constexpr int kMaxHaarDim = 4096;
 /// up to kMaxHadamardDim (what rot=hadamard and the default rotation need).
 bool hadamard_supports(int dim);
 
+/// True for the kinds built from Walsh–Hadamard transforms, which need
+/// hadamard_supports(dim).
+constexpr bool is_hadamard_kind(RotationKind kind) { return kind == RotationKind::hadamard; }
+
 class Rotation {
  public:
   /// Builds the rotation of `dim` coordinates whose random parts come from

@@ -437,34 +437,46 @@ std::string TqQuantizer::spec_for_dim(int dim) const {
 }
 
 void TqQuantizer::check_dim(int dim) const {
+  // Everything encode() needs of the shape, checked here (so that sweeps and
+  // roundtrip can refuse a spec before any work, with a message about what the
+  // user wrote): the head dim, how it splits into groups and blocks, and for
+  // each block a codebook and a rotation of that size.
   const std::string spec = options_.spec();
+  if (dim < 2) fail("quantizer spec '{}': head dim {} is too small (tq needs at least 2)", spec, dim);
+  std::vector<int> blocks;  // the block size of each group
+  std::string split;        // how the head dim was cut, for messages
   if (options_.outlier_channels > 0) {
     if (options_.outlier_channels > dim - 2 || options_.outlier_channels < 2) {
       fail("quantizer spec '{}': outliers={}@{} needs 2 <= K <= head dim - 2 = {} (each group holds at least 2 "
            "channels)",
            spec, options_.outlier_channels, options_.outlier_bits, dim - 2);
     }
-    for (int size : {dim - options_.outlier_channels, options_.outlier_channels}) {
-      if (options_.rotation == RotationKind::hadamard && !hadamard_supports(size)) {
-        fail("quantizer spec '{}': rot=hadamard needs power-of-two groups, but outliers split head dim {} into {} and "
-             "{}; drop rot= to use Haar where needed",
-             spec, dim, dim - options_.outlier_channels, options_.outlier_channels);
-      }
+    blocks = {dim - options_.outlier_channels, options_.outlier_channels};
+    split = fmt::format("outliers split head dim {} into groups of {} and {}", dim, blocks[0], blocks[1]);
+  } else {
+    const int block = options_.block != 0 ? options_.block : dim;
+    if (dim % block != 0) {
+      fail("quantizer spec '{}': block={} does not divide the head dim {}; blocks that do: {}", spec, block, dim,
+           dividing_blocks(dim));
     }
-    return;
+    blocks = {block};
+    split = fmt::format("the block is {}", block);
   }
-  const int block = options_.block != 0 ? options_.block : dim;
-  if (dim < 2) fail("quantizer spec '{}': head dim {} is too small (tq needs at least 2)", spec, dim);
-  if (dim % block != 0) {
-    fail("quantizer spec '{}': block={} does not divide the head dim {}; blocks that do: {}", spec, block, dim,
-         dividing_blocks(dim));
+  for (int block : blocks) {
+    if (block > kCodebookMaxDim) {
+      fail("quantizer spec '{}': {}, beyond the largest block a codebook is built for ({}){}", spec, split,
+           kCodebookMaxDim, options_.outlier_channels > 0 ? "" : "; use block= with a divisor of the head dim");
+    }
+    if (options_.rotation && is_hadamard_kind(*options_.rotation) && !hadamard_supports(block)) {
+      if (options_.outlier_channels > 0) {
+        fail("quantizer spec '{}': rot={} needs power-of-two groups, but {}; drop rot= to use Haar where needed",
+             spec, rotation_kind_name(*options_.rotation), split);
+      }
+      fail("quantizer spec '{}': rot={} needs a power-of-two block, and the block is {}; use rot=haar or a "
+           "block of {}",
+           spec, rotation_kind_name(*options_.rotation), block, dividing_blocks(dim));
+    }
   }
-  if (options_.rotation == RotationKind::hadamard && !hadamard_supports(block)) {
-    fail("quantizer spec '{}': rot=hadamard needs a power-of-two block, and the block is {}; use rot=haar or a "
-         "block of {}",
-         spec, block, dividing_blocks(dim));
-  }
-  if (block > kCodebookMaxDim) fail("quantizer spec '{}': block {} exceeds {}", spec, block, kCodebookMaxDim);
 }
 
 EncodedTensor TqQuantizer::encode(std::int64_t tokens, int dim, const float* x, const QuantContext& context) const {
