@@ -178,6 +178,14 @@ void KiviQuantizer::decode(const EncodedTensor& encoded, const QuantContext& con
   for (std::size_t g = 0; g < group_count; ++g) {
     scale[g] = half_to_float(reader.get_bytes<std::uint16_t>());
     zero[g] = half_to_float(reader.get_bytes<std::uint16_t>());
+    // encode() refuses groups whose scale or zero overflow fp16; finite ones
+    // bound every decoded value (65504 + 255 * 65504).
+    if (!std::isfinite(scale[g]) || !std::isfinite(zero[g])) {
+      const auto index = static_cast<std::int64_t>(g);
+      fail_corrupt(spec(), context,
+                   fmt::format("the group starting at token {}, channel {} stores scale {} and zero {}",
+                               layout.first_token(index), layout.first_channel(index), scale[g], zero[g]));
+    }
   }
   for (std::int64_t t = 0; t < tokens; ++t) {
     const std::int64_t base = layout.row_base(t);

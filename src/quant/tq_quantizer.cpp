@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "quant/qjl.h"
+#include "quant/quantizer_support.h"
 #include "quant/tq_kernels.h"
 
 namespace tqlab {
@@ -143,7 +144,7 @@ struct EncodeInput {
 class GroupCodec {
  public:
   GroupCodec(const TqOptions& options, const GroupPlan& group, const QuantContext& context)
-      : options_(options), group_(group) {
+      : options_(options), group_(group), context_(context) {
     for (int block = 0; block < group.blocks; ++block) {
       const auto seed_of = [&](SeedStream stream) {
         return derive_seed({context.seed, static_cast<std::uint64_t>(context.role),
@@ -279,6 +280,7 @@ class GroupCodec {
         unpack_codes(static_cast<std::size_t>(group_.projections), bytes + sections.signs,
                      at * static_cast<std::uint64_t>(group_.projections), 1, signs_.data());
         const float residual_norm = load_norm(bytes + sections.residual_norms + norm_bytes * at, options_.norm);
+        require_stored_norm(residual_norm, "residual norm", first + row, block);
         sketches_[static_cast<std::size_t>(block)]->add_estimate(signs_.data(), residual_norm, rows + row * B);
       }
     }
@@ -286,7 +288,11 @@ class GroupCodec {
       float* scales = row_scales_.data();
       if (options_.norm_correction) {
         row_norms(n, B, B, rows, scales);
-        for (std::int64_t row = 0; row < n; ++row) scales[row] = scales[row] > 0 ? 1.0f / scales[row] : 0.0f;
+        for (std::int64_t row = 0; row < n; ++row) {
+          // A direction too short for a float reciprocal is zero to within rounding.
+          const float inverse = scales[row] > 0 ? 1.0f / scales[row] : 0.0f;
+          scales[row] = std::isfinite(inverse) ? inverse : 0.0f;
+        }
       } else {
         std::fill(scales, scales + n, static_cast<float>(1.0 / alpha_));
       }
@@ -301,13 +307,21 @@ class GroupCodec {
     for (std::int64_t row = 0; row < n; ++row) {
       const std::size_t at = slot(first + row, block);
       const float norm = load_norm(bytes + sections.norms + norm_bytes * at, options_.norm);
-      const float* direction = rows + row * B;
+      require_stored_norm(norm, "norm", first + row, block);
+      float* direction = rows + row * B;
+      for (int i = 0; i < B; ++i) direction[i] *= norm;
+      // Stored norms are finite, but a norm near the type's largest value
+      // times a direction longer than 1 (debias, QJL) can still overflow.
+      if (first_non_finite(B, direction) >= 0) {
+        fail_corrupt(options_.spec(), context_,
+                     fmt::format("token {}, block {} (stored norm {}) decodes beyond float range", first + row, block,
+                                 norm));
+      }
       float* target = out + (first + row) * dim;
       if (contiguous) {
-        float* run = target + channels[0];
-        for (int i = 0; i < B; ++i) run[i] = direction[i] * norm;
+        std::copy_n(direction, B, target + channels[0]);
       } else {
-        for (int i = 0; i < B; ++i) target[channels[i]] = direction[i] * norm;
+        for (int i = 0; i < B; ++i) target[channels[i]] = direction[i];
       }
       if (options_.center == CenterMode::block) {
         // A second pass, not direction * norm + mean in one expression: that
@@ -315,9 +329,20 @@ class GroupCodec {
         std::uint16_t mean_bits;
         std::memcpy(&mean_bits, bytes + sections.means + 2 * at, 2);
         const float mean = half_to_float(mean_bits);
+        if (!std::isfinite(mean)) {
+          fail_corrupt(options_.spec(), context_,
+                       fmt::format("token {}, block {} stores block mean {}", first + row, block, mean));
+        }
         for (int i = 0; i < B; ++i) target[channels[i]] += mean;
       }
     }
+  }
+
+  // Encode never stores a negative or non-finite norm; such bytes would
+  // decode to NaN or Inf.
+  void require_stored_norm(float value, const char* what, std::int64_t token, int block) const {
+    if (value >= 0.0f && std::isfinite(value)) return;
+    fail_corrupt(options_.spec(), context_, fmt::format("token {}, block {} stores {} {}", token, block, what, value));
   }
 
   // Index of (token, block) in the group's per-block sections.
@@ -388,6 +413,7 @@ class GroupCodec {
 
   const TqOptions& options_;
   const GroupPlan& group_;
+  const QuantContext& context_;
   std::vector<std::unique_ptr<Rotation>> rotations_;
   std::vector<std::unique_ptr<QjlSketch>> sketches_;
   const Codebook* codebook_ = nullptr;
@@ -541,6 +567,8 @@ EncodedTensor TqQuantizer::encode(std::int64_t tokens, int dim, const float* x, 
 void TqQuantizer::decode(const EncodedTensor& encoded, const QuantContext& context, float* out) const {
   const std::int64_t tokens = encoded.tokens;
   const int dim = encoded.dim;
+  if (tokens < 0) fail("tq decode of '{}': negative token count {}", spec(), tokens);
+  check_dim(dim);
   const std::uint8_t* bytes = encoded.bytes.data();
   std::vector<int> outliers;
   if (options_.outlier_channels > 0) {
@@ -552,6 +580,13 @@ void TqQuantizer::decode(const EncodedTensor& encoded, const QuantContext& conte
     for (int i = 0; i < options_.outlier_channels; ++i) {
       std::uint16_t channel;
       std::memcpy(&channel, bytes + at + 2 * static_cast<std::size_t>(i), 2);
+      // Decode writes out[token * dim + channel]: an index past the head dim
+      // would write past the buffer, a repeated one leave a channel unwritten.
+      if (channel >= dim || (!outliers.empty() && channel <= outliers.back())) {
+        fail_corrupt(spec(), context,
+                     fmt::format("outlier channel #{} is {}, expected {}..{}, strictly ascending", i, channel,
+                                 outliers.empty() ? 0 : outliers.back() + 1, dim - 1));
+      }
       outliers.push_back(channel);
     }
   }
@@ -572,6 +607,7 @@ void TqQuantizer::decode(const EncodedTensor& encoded, const QuantContext& conte
       std::uint16_t mean_bits;
       std::memcpy(&mean_bits, bytes + plan.channel_means + 2 * static_cast<std::size_t>(c), 2);
       const float mean = half_to_float(mean_bits);
+      if (!std::isfinite(mean)) fail_corrupt(spec(), context, fmt::format("channel {} stores mean {}", c, mean));
       for (std::int64_t t = 0; t < tokens; ++t) out[t * dim + c] += mean;
     }
   }
