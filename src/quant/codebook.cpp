@@ -595,8 +595,7 @@ std::string_view codebook_distribution_name(CodebookDistribution distribution) {
 }
 
 std::optional<CodebookDistribution> parse_codebook_distribution(std::string_view name) {
-  for (auto distribution :
-       {CodebookDistribution::beta, CodebookDistribution::gauss, CodebookDistribution::uniform}) {
+  for (auto distribution : kCodebookDistributions) {
     if (name == codebook_distribution_name(distribution)) return distribution;
   }
   return std::nullopt;

@@ -23,6 +23,10 @@ namespace tqlab {
 
 enum class CodebookDistribution { beta, gauss, uniform };
 
+/// Every distribution, in the order the cb= choices list them.
+inline constexpr CodebookDistribution kCodebookDistributions[] = {
+    CodebookDistribution::beta, CodebookDistribution::gauss, CodebookDistribution::uniform};
+
 /// "beta", "gauss", "uniform" (the words of the `cb=` spec option and `--dist`).
 std::string_view codebook_distribution_name(CodebookDistribution distribution);
 

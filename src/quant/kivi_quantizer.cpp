@@ -94,6 +94,18 @@ class GroupLayout {
   std::vector<int> column_offset_;
 };
 
+constexpr int kMinBits = 1, kMaxBits = 8;
+
+// KIVI's options: what `tqlab list` prints and what the parser accepts.
+const std::vector<OptionDoc>& kivi_option_docs() {
+  static const std::vector<OptionDoc> docs = {
+      {"b", fmt::format("{}..{}", kMinBits, kMaxBits), "bits per code (required)"},
+      {"group", fmt::format("1..{}", KiviQuantizer::kMaxGroup),
+       fmt::format("tokens per key group / channels per value group (default {})", KiviQuantizer::kDefaultGroup)},
+  };
+  return docs;
+}
+
 }  // namespace
 
 KiviQuantizer::KiviQuantizer(int bits, int group) : bits_(bits), group_(group) {
@@ -201,18 +213,16 @@ std::vector<MethodInfo> kivi_methods() {
   MethodInfo kivi;
   kivi.name = "kivi";
   kivi.summary = "KIVI: asymmetric min/max, keys per channel over token groups, values per token over channel groups";
-  kivi.options = {
-      {"b", "1..8", "bits per code (required)"},
-      {"group", fmt::format("1..{}", KiviQuantizer::kMaxGroup),
-       fmt::format("tokens per key group / channels per value group (default {})", KiviQuantizer::kDefaultGroup)},
-  };
+  kivi.options = kivi_option_docs();
   kivi.bits_formula = "b + 32/group (fp16 scale and zero per group; more with a partial last group)";
   kivi.example_specs = {"kivi:b=2", "kivi:b=3,group=16", "kivi:b=4", "kivi:b=8,group=128", "kivi:b=1,group=7"};
   kivi.make = [](SpecOptionReader& reader) -> std::unique_ptr<Quantizer> {
-    const std::optional<int> bits = reader.integer("b", 1, 8);
+    const std::optional<int> bits = reader.integer("b", kMinBits, kMaxBits);
     const std::optional<int> group = reader.integer("group", 1, KiviQuantizer::kMaxGroup);
-    reader.finish({"b", "group"});
-    if (!bits) fail("quantizer spec '{}': missing required option b (1..8)", reader.spec().text);
+    reader.finish(kivi_option_docs());
+    if (!bits) {
+      fail("quantizer spec '{}': missing required option b ({}..{})", reader.spec().text, kMinBits, kMaxBits);
+    }
     return std::make_unique<KiviQuantizer>(*bits, group.value_or(KiviQuantizer::kDefaultGroup));
   };
   return {std::move(kivi)};

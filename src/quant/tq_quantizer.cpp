@@ -617,19 +617,7 @@ std::vector<MethodInfo> turbo_methods() {
   MethodInfo info;
   info.name = "tq";
   info.summary = "TurboQuant/PolarQuant: norm + random rotation + Lloyd-Max codes per block (+ optional 1-bit QJL)";
-  info.options = {
-      {"b", "1..8", "bits per value of the codes (required)"},
-      {"block", "2..4096", "block size B sharing one norm and rotation (default: the head dim)"},
-      {"rot", "hadamard|haar|none", "rotation (default: hadamard when B is a power of two, else haar)"},
-      {"cb", "beta|gauss|uniform", "codebook: exact Beta marginal, its Gaussian limit, or uniform levels (default beta)"},
-      {"nc", "", "norm correction: rescale the decoded direction to unit length"},
-      {"debias", "", "divide the decoded direction by alpha = E<Q(u),u> (unbiased inner products)"},
-      {"qjl", "prod|extra", "1-bit QJL residual sketch: prod spends 1 of the b bits, extra adds it"},
-      {"qjl_m", "1..65536", "QJL projections per block (default B)"},
-      {"norm", "fp16|bf16|fp32", "stored type of norms (default fp16)"},
-      {"center", "block|channel", "subtract each block's mean (fp16 per block) or each channel's mean (fp16 per head)"},
-      {"outliers", "K@B2", "the K channels of largest RMS per head form a second group quantized with B2 bits"},
-  };
+  info.options = tq_option_docs();
   info.bits_formula =
       "c + q*(m + n)/B + n/B + (center=block ? 16/B : 0) + (center=channel ? 16/T : 0), with c the code bits "
       "(b, or b-1 with qjl=prod), q = 1 with qjl, m projections (default B), n = 16 (fp16/bf16) or 32 (fp32) "
@@ -637,7 +625,8 @@ std::vector<MethodInfo> turbo_methods() {
   info.example_specs = {"tq:b=4",          "tq:b=3,block=32", "tq:b=2,rot=haar",   "tq:b=3,cb=gauss",
                         "tq:b=3,cb=uniform", "tq:b=3,nc",      "tq:b=2,debias",     "tq:b=3,qjl=prod",
                         "tq:b=1,qjl=prod", "tq:b=2,qjl=extra,qjl_m=64", "tq:b=4,norm=fp32", "tq:b=3,center=block",
-                        "tq:b=3,center=channel", "tq:b=2,outliers=8@3", "tq:b=3,rot=none"};
+                        "tq:b=3,center=channel", "tq:b=2,outliers=8@3", "tq:b=3,rot=none",
+                        "tq:b=2,rot=hadamard2"};
   info.make = [](SpecOptionReader& reader) -> std::unique_ptr<Quantizer> {
     return std::make_unique<TqQuantizer>(TqOptions::parse(reader));
   };
