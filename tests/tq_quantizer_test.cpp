@@ -294,3 +294,35 @@ TEST(TqSpecTest, CheckDimNamesWhatTheUserWrote) {
 
 }  // namespace
 }  // namespace tqlab
+
+namespace tqlab {
+namespace {
+
+// debias is unbiased under Haar only (docs/ROTATIONS.md): any other rotation
+// warns, once per resolved spec, and says to use rot=haar.
+TEST(TqSpecTest, DebiasWithoutHaarWarnsOnce) {
+  auto warnings_of = [](const std::string& spec, int dim, int calls) {
+    ::testing::internal::CaptureStderr();
+    for (int i = 0; i < calls; ++i) make_quantizer(spec)->check_dim(dim);
+    return ::testing::internal::GetCapturedStderr();
+  };
+  // Specs used by no other test, so that no earlier warning hides this one.
+  const std::string hadamard = warnings_of("tq:b=5,block=16,debias", 64, 3);
+  EXPECT_NE(hadamard.find("rot=hadamard"), std::string::npos) << hadamard;
+  EXPECT_NE(hadamard.find("rot=haar"), std::string::npos) << hadamard;
+  EXPECT_EQ(hadamard.find("warn"), hadamard.rfind("warn")) << "warned more than once: " << hadamard;
+  const std::string two_rounds = warnings_of("tq:b=5,block=16,rot=hadamard2,debias", 64, 1);
+  EXPECT_NE(two_rounds.find("rot=hadamard2"), std::string::npos) << two_rounds;
+  EXPECT_EQ(warnings_of("tq:b=5,block=16,rot=haar,debias", 64, 1), "");
+  EXPECT_EQ(warnings_of("tq:b=5,debias", 96, 1), "") << "Haar is the default for a block of 96";
+  EXPECT_EQ(warnings_of("tq:b=5,block=16", 64, 1), "") << "no debias, nothing to warn about";
+  // tqlab list's help no longer promises unbiasedness for every rotation.
+  for (const OptionDoc& option : tq_option_docs()) {
+    if (option.name == "debias") {
+      EXPECT_NE(option.summary.find("under rot=haar only"), std::string::npos) << option.summary;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tqlab

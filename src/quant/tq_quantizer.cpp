@@ -5,13 +5,16 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "core/bit_pack.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/rng.h"
 #include "quant/qjl.h"
 #include "quant/quantizer_support.h"
@@ -425,6 +428,36 @@ class GroupCodec {
   std::vector<float> residual_;
 };
 
+// debias divides by alpha = E<Q(u), u>, which is exact for a Haar-rotated u
+// only: with one Hadamard round a one-hot key's debiased <x~, x> is 1.70 at
+// d = 128, b = 2, and outlier-heavy synthetic keys are ~1-2% off; two rounds
+// bring synthetic and real keys within their noise but one-hot keys stay a
+// few % off (docs/ROTATIONS.md). So any rotation but Haar draws a warning,
+// once per resolved spec in a process (a sweep calls check_dim per tensor).
+void warn_if_debias_is_biased(const TqOptions& options, const std::string& resolved_spec,
+                              const std::vector<int>& blocks) {
+  if (!options.debias) return;
+  std::string rotations;
+  for (int block : blocks) {
+    const RotationKind kind = rotation_for(options, block);
+    if (kind != RotationKind::haar && rotations.find(rotation_kind_name(kind)) == std::string::npos) {
+      rotations += std::string(rotations.empty() ? "" : ", ") + "rot=" + std::string(rotation_kind_name(kind));
+    }
+  }
+  if (rotations.empty()) return;
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!warned.insert(resolved_spec).second) return;
+  }
+  log::warn("quantizer spec '{}': debias divides by alpha = E<Q(u),u>, exact only under rot=haar; with {} inner "
+            "products are biased on structured inputs (one-hot keys at d=128, b=2: <x~,x> = 1.70 with one Hadamard "
+            "round, 0.99 with two; outlier-heavy keys: +1-2% with one round). Use rot=haar for unbiased inner "
+            "products (docs/ROTATIONS.md)",
+            resolved_spec, rotations);
+}
+
 // The K channels of largest RMS over the tensor (ties: lower channel), ascending.
 std::vector<int> choose_outlier_channels(std::int64_t tokens, int dim, const float* x, int count) {
   std::vector<double> energy(static_cast<std::size_t>(dim), 0.0);
@@ -503,6 +536,7 @@ void TqQuantizer::check_dim(int dim) const {
            spec, rotation_kind_name(*options_.rotation), block, dividing_blocks(dim));
     }
   }
+  warn_if_debias_is_biased(options_, spec_for_dim(dim), blocks);
 }
 
 EncodedTensor TqQuantizer::encode(std::int64_t tokens, int dim, const float* x, const QuantContext& context) const {
