@@ -33,7 +33,7 @@ struct Shape {
   int dim;
 };
 constexpr Shape kShapes[] = {{6, 64}, {3, 127}};
-constexpr int kFlipsPerCase = 24;      // single-byte flips per (spec, shape, role)
+constexpr int kFlipsPerCase = 16;      // single-byte flips per (spec, shape, role)
 constexpr int kTruncationsPerCase = 3;
 constexpr int kExtensionsPerCase = 2;
 
@@ -81,6 +81,8 @@ TEST(CorruptBytesTest, MutatedBytesOfEveryExampleSpecAreRejectedOrDecodeFinite) 
           continue;  // a shape this spec refuses to encode has no bytes to mutate
         }
         for (Role role : {Role::key, Role::value}) {
+          // Every decode at d = 127 builds a Haar matrix: one role there keeps the test quick.
+          if (shape.dim == 127 && role == Role::value) continue;
           const QuantContext context{9, role, 1, 2};
           const auto x = keys_with_outlier_channel(shape, rng.next_u64());
           const EncodedTensor good = quantizer->encode(shape.tokens, shape.dim, x.data(), context);

@@ -122,11 +122,11 @@ TEST(VerifyBoundsRowTest, RealRotationsMatchTheoryAndHadamardOnlyForPowersOfTwo)
 // error d*(c - 1/sqrt(d))^2 (checked exactly), hadamard2 is reported.
 TEST(VerifyBoundsRowTest, OneHotDeviationIsReportedPerRotation) {
   VerifyBoundsOptions options = quick_options();
-  options.rotation_samples = 2048;  // 16 rotations of the 128 one-hot vectors
+  options.rotation_samples = 1024;  // 8 rotations of the 128 one-hot vectors
   const BoundsRow row = verify_bounds_row(128, 2, options);
   ASSERT_EQ(row.one_hot.size(), 3u);
   EXPECT_EQ(row.one_hot[0].rotation, "haar");
-  EXPECT_EQ(row.one_hot[0].seeds, 16);
+  EXPECT_EQ(row.one_hot[0].seeds, 8);
   EXPECT_LT(std::fabs(row.one_hot[0].d_mse_z), kZ);
   EXPECT_NEAR(row.one_hot[1].d_mse.mean, 0.2552, 5e-5) << "the review's number";
   ASSERT_TRUE(row.one_hot[1].d_mse_predicted.has_value());
