@@ -536,7 +536,7 @@ void TqQuantizer::check_dim(int dim) const {
            spec, rotation_kind_name(*options_.rotation), block, dividing_blocks(dim));
     }
   }
-  warn_if_debias_is_biased(options_, spec_for_dim(dim), blocks);
+  if (options_.debias) warn_if_debias_is_biased(options_, spec_for_dim(dim), blocks);
 }
 
 EncodedTensor TqQuantizer::encode(std::int64_t tokens, int dim, const float* x, const QuantContext& context) const {
