@@ -471,6 +471,22 @@ std::vector<std::uint8_t> bytes_of(std::initializer_list<int> values) {
   return bytes;
 }
 
+// KIVI's layout written by hand (kivi_quantizer.h): per group an fp16 scale
+// and zero, then every code LSB-first in one row-major stream. Values are
+// grouped per token (group = 4 = dim): token 0 = (0, 1, 2, 7) has zero 0 and
+// scale 7/7 = 1 (fp16 0x3C00), codes 0 1 2 7; token 1 = (4, 11, 5, 6) has zero
+// 4 (0x4400), scale 1, codes 0 7 1 2. 3-bit codes 0 1 2 7 0 7 1 2 from bit 0:
+// 0x88 0x8E 0x47 (the stream crosses byte boundaries). Both roles decode exactly.
+TEST(KiviQuantizer, HandWrittenLayout) {
+  const std::vector<float> x = {0, 1, 2, 7, 4, 11, 5, 6};
+  const RoundTrip result = round_trip("kivi:b=3,group=4", 2, 4, x, Role::value);
+  EXPECT_EQ(result.encoded.bytes, bytes_of({0x00, 0x3C, 0x00, 0x00, 0x00, 0x3C, 0x00, 0x44, 0x88, 0x8E, 0x47}));
+  EXPECT_EQ(result.decoded, x);
+  // 2-bit codes 0 1 2 3 of (0, 1, 2, 3): one byte 0b11'10'01'00.
+  const RoundTrip two = round_trip("kivi:b=2,group=4", 1, 4, {0, 1, 2, 3}, Role::value);
+  EXPECT_EQ(two.encoded.bytes, bytes_of({0x00, 0x3C, 0x00, 0x00, 0xE4}));
+}
+
 TEST(BlockQuantizers, Q4_0GoldenBlocks) {
   // Token 0: x_j = (j - 16)/4 for j < 31, x_31 = 4. The largest |x| is 4 at
   // j = 0 (-4) and j = 31 (+4); the first wins, so m = -4, d = m/-8 = 0.5 and

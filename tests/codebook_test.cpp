@@ -176,6 +176,25 @@ TEST(CodebookTest, RejectsOutOfRangeArgumentsNamingTheRange) {
   EXPECT_NO_THROW(lloyd_max_codebook(4096, 8, Dist::beta));
 }
 
+// A solve that has not reached the Lloyd fixed point is refused in every
+// build (Release compiles asserts out): with an iteration budget of 1 Newton
+// cannot converge from the companding start at b = 4, and the error names the
+// codebook. The default budget converges everywhere (WellFormedAcrossTheWholeRange).
+TEST(CodebookTest, UnconvergedSolveThrowsNamingTheCodebook) {
+  for (Dist distribution : {Dist::beta, Dist::gauss}) {
+    try {
+      compute_codebook(128, 4, distribution, LloydMaxSolverLimits{1});
+      ADD_FAILURE() << "one iteration accepted for " << codebook_distribution_name(distribution);
+    } catch (const InternalError& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find("d=128, b=4, " + std::string(codebook_distribution_name(distribution))),
+                std::string::npos) << message;
+      EXPECT_NE(message.find("did not converge in 1 iterations"), std::string::npos) << message;
+    }
+    EXPECT_NO_THROW(compute_codebook(128, 4, distribution, LloydMaxSolverLimits{}));
+  }
+}
+
 TEST(CodebookTest, CodeOfIsTheNearestLevel) {
   std::mt19937_64 generator(7);
   for (int bits : {1, 2, 4, 8}) {

@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "quant/registry.h"
+#include "quant/rotation.h"
 #include "quant/spec.h"
 #include "test_support.h"
 
@@ -302,6 +303,19 @@ TEST(RegistryTest, MissingBitsNameTheRange) {
     }
   }
   EXPECT_GT(checked, 0);
+}
+
+// One table per method names its options: an option the parser reads but the
+// table lacks is an internal error (the two lists could not drift apart), and
+// a choice option's words come from the enum's name table.
+TEST(SpecOptionReaderTest, OptionTableAndParserCannotDisagree) {
+  const ParsedSpec parsed = split_spec("m:x=3,rot=hadamard2");
+  SpecOptionReader reader(parsed);
+  EXPECT_EQ(reader.integer("x", 0, 9), 3);
+  EXPECT_EQ(reader.choice("rot", kRotationKinds, rotation_kind_name), RotationKind::hadamard2);
+  EXPECT_THROW(reader.finish({{"rot", "", "a rotation"}}), InternalError);
+  EXPECT_NO_THROW(reader.finish({{"x", "0..9", "a number"}, {"rot", "", "a rotation"}}));
+  EXPECT_EQ(choice_list(choice_words(kRotationKinds, rotation_kind_name)), "hadamard|hadamard2|haar|none");
 }
 
 TEST(RegistryTest, UnknownMethodListsTheKnownOnes) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,7 +103,7 @@ TEST(FwhtTest, IsItsOwnInverse) {
 // Kinds, names, errors
 
 TEST(RotationTest, KindNamesRoundTrip) {
-  for (const RotationKind kind : {RotationKind::hadamard, RotationKind::haar, RotationKind::none}) {
+  for (const RotationKind kind : kRotationKinds) {
     EXPECT_EQ(parse_rotation_kind(rotation_kind_name(kind)), kind);
     EXPECT_EQ(Rotation::make(kind, 8, 0)->kind(), kind);
   }
@@ -125,7 +126,7 @@ TEST(RotationTest, HadamardRefusesNonPowerOfTwoNamingAllowedSizes) {
 }
 
 TEST(RotationTest, RefusesDimensionsOutOfRange) {
-  for (const RotationKind kind : {RotationKind::hadamard, RotationKind::haar, RotationKind::none}) {
+  for (const RotationKind kind : kRotationKinds) {
     EXPECT_THROW(Rotation::make(kind, 0, 0), InputError);
     EXPECT_THROW(Rotation::make(kind, -4, 0), InputError);
   }
@@ -134,6 +135,41 @@ TEST(RotationTest, RefusesDimensionsOutOfRange) {
 
 // ---------------------------------------------------------------------------
 // Hadamard rotation against the dense reference
+
+// Two rounds: each round's signs from its own stream of the seed, applied in
+// order; the composition equals the two single rounds applied one after the other.
+TEST(DoubleHadamardRotationTest, IsTwoSeededRoundsInOrder) {
+  const DoubleHadamardRotation rotation(6, 99);
+  const HadamardRotation first(6, derive_seed({99, 1})), second(6, derive_seed({99, 2}));
+  EXPECT_EQ(rotation.first().signs(), first.signs());
+  EXPECT_EQ(rotation.second().signs(), second.signs());
+  EXPECT_NE(first.signs(), second.signs()) << "the rounds' signs are independent";
+  Rng rng(3);
+  std::vector<float> x(64), expected(64), y(64);
+  for (float& v : x) v = static_cast<float>(rng.gaussian());
+  first.forward(1, x.data(), expected.data());
+  second.forward(1, expected.data(), expected.data());
+  rotation.forward(1, x.data(), y.data());
+  EXPECT_EQ(y, expected);
+  EXPECT_THROW(Rotation::make(RotationKind::hadamard2, 96, 0), InputError);
+}
+
+// A one-hot vector: one round gives ±1/√d everywhere; two rounds give values
+// on the lattice (2k − d)/d^{3/2}, spread (not all equal in magnitude).
+TEST(DoubleHadamardRotationTest, OneHotCoordinatesAreNoLongerAllEqual) {
+  const int dim = 128;
+  std::vector<float> e(dim, 0.0f), one(dim), two(dim);
+  e[5] = 1.0f;
+  Rotation::make(RotationKind::hadamard, dim, 4)->forward(1, e.data(), one.data());
+  Rotation::make(RotationKind::hadamard2, dim, 4)->forward(1, e.data(), two.data());
+  std::set<float> one_magnitudes, two_magnitudes;
+  for (int i = 0; i < dim; ++i) {
+    one_magnitudes.insert(std::fabs(one[static_cast<std::size_t>(i)]));
+    two_magnitudes.insert(std::fabs(two[static_cast<std::size_t>(i)]));
+  }
+  EXPECT_EQ(one_magnitudes.size(), 1u);
+  EXPECT_GT(two_magnitudes.size(), 4u);
+}
 
 TEST(HadamardRotationTest, SignsComeFromCoinsInOrder) {
   const HadamardRotation rotation(7, 99);
@@ -220,6 +256,7 @@ std::string case_name(const testing::TestParamInfo<RotationCase>& info) {
 std::vector<RotationCase> all_cases() {
   std::vector<RotationCase> cases;
   for (int dim = 1; dim <= 1024; dim *= 2) cases.push_back({RotationKind::hadamard, dim});
+  for (const int dim : {1, 2, 8, 64, 128, 1024}) cases.push_back({RotationKind::hadamard2, dim});
   for (const int dim : {1, 2, 3, 4, 5, 8, 16, 32, 64, 80, 96, 128, 192, 256, 384, 512, 576}) {
     cases.push_back({RotationKind::haar, dim});
   }

@@ -109,19 +109,66 @@ std::vector<float> bucketizing_inputs(const Codebook& codebook, std::uint64_t se
   return values;
 }
 
-// The codebooks the kernels see: every width, at block sizes from tiny (far
-// from Gaussian) to the head dims in use, and each distribution.
+// The codebooks the kernels see: every codebook the registry builds for the
+// block sizes in use — every bit width, each distribution, at tiny blocks (far
+// from Gaussian: 2..8), the blocks and head dims of real models (16 .. 576,
+// including 80, 96, 127 and the outlier groups' odd sizes) and the largest
+// (4096).
 std::vector<const Codebook*> kernel_codebooks() {
   std::vector<const Codebook*> codebooks;
   for (int bits = 1; bits <= 8; ++bits) {
-    for (int dim : {4, 32, 128}) codebooks.push_back(&lloyd_max_codebook(dim, bits, CodebookDistribution::beta));
-    codebooks.push_back(&lloyd_max_codebook(128, bits, CodebookDistribution::gauss));
-    codebooks.push_back(&lloyd_max_codebook(128, bits, CodebookDistribution::uniform));
+    for (int dim : {2, 3, 4, 5, 6, 7, 8, 16, 24, 32, 48, 64, 80, 96, 120, 127, 128, 192, 256, 576, 4096}) {
+      for (CodebookDistribution distribution : kCodebookDistributions) {
+        codebooks.push_back(&lloyd_max_codebook(dim, bits, distribution));
+      }
+    }
   }
   return codebooks;
 }
 
-TEST(TqKernelsTest, QuantizeToCodesMatchesPortableAndReference) {
+std::string describe(const Codebook& codebook) {
+  return "b=" + std::to_string(codebook.bits) + " d=" + std::to_string(codebook.dim) + " " +
+         std::string(codebook_distribution_name(codebook.distribution));
+}
+
+// Every form against the documented rule (codebook.h, tq_kernels.h): the code
+// of y is the number of float boundaries strictly below it, so a value equal
+// to boundary k takes level k (the lower one), one ulp below it level k, one
+// ulp above it level k + 1; and away from the boundaries that is the nearest
+// level. The expected codes are written from that rule, not from any form.
+TEST(TqKernelsTest, EveryFormFollowsTheDocumentedTieRule) {
+  std::size_t checked = 0;
+  for (const Codebook* codebook : kernel_codebooks()) {
+    std::vector<float> y;
+    std::vector<std::uint8_t> expected;
+    for (std::size_t k = 0; k < codebook->boundaries_f.size(); ++k) {
+      const float boundary = codebook->boundaries_f[k];
+      const auto code = static_cast<std::uint8_t>(k);
+      y.insert(y.end(), {boundary, std::nextafter(boundary, -INFINITY), std::nextafter(boundary, INFINITY)});
+      expected.insert(expected.end(), {code, code, static_cast<std::uint8_t>(code + 1)});
+    }
+    const std::uint8_t last = static_cast<std::uint8_t>(codebook->centroids_f.size() - 1);
+    y.insert(y.end(), {-10.0f, 10.0f});  // gauss levels reach past ±1 at small d
+    expected.insert(expected.end(), {0, last});
+    const int n = static_cast<int>(y.size());
+    std::vector<std::uint8_t> fast(y.size()), portable(y.size()), reference(y.size());
+    quantize_to_codes(n, y.data(), *codebook, fast.data());
+    quantize_to_codes_portable(n, y.data(), *codebook, portable.data());
+    quantize_to_codes_reference(n, y.data(), *codebook, reference.data());
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      ASSERT_EQ(fast[i], expected[i]) << describe(*codebook) << " y=" << y[i];
+      ASSERT_EQ(portable[i], expected[i]) << describe(*codebook) << " y=" << y[i];
+      ASSERT_EQ(reference[i], expected[i]) << describe(*codebook) << " y=" << y[i];
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 90000u);
+}
+
+// Away from the boundaries the rule is the nearest level: random coordinates
+// of a rotated unit vector, each at least 1e-6 from every boundary, get the
+// level of least |y - c| (by a scan in double), from every form.
+TEST(TqKernelsTest, AwayFromBoundariesEveryFormPicksTheNearestLevel) {
   for (const Codebook* codebook : kernel_codebooks()) {
     const auto y = bucketizing_inputs(*codebook, 7);
     const int n = static_cast<int>(y.size());
@@ -131,18 +178,22 @@ TEST(TqKernelsTest, QuantizeToCodesMatchesPortableAndReference) {
     quantize_to_codes_reference(n, y.data(), *codebook, reference.data());
     for (int i = 0; i < n; ++i) {
       const auto k = static_cast<std::size_t>(i);
-      ASSERT_EQ(fast[k], portable[k]) << "b=" << codebook->bits << " d=" << codebook->dim << " y=" << y[k];
-      ASSERT_EQ(fast[k], boundaries_below(*codebook, y[k])) << "b=" << codebook->bits << " d=" << codebook->dim << " y=" << y[k];
-      // The reference measures distances to the float centroids in double,
-      // the others compare with float midpoints of the double centroids: the
-      // two may pick different neighbours only within rounding of the
-      // boundary between them (coordinates are O(1/sqrt(d)), floats near
-      // them carry ~1e-9).
-      if (fast[k] != reference[k]) {
-        ASSERT_EQ(std::abs(fast[k] - reference[k]), 1) << "b=" << codebook->bits << " y=" << y[k];
-        const float between = codebook->boundaries_f[std::min(fast[k], reference[k])];
-        ASSERT_LE(std::fabs(y[k] - between), 1e-7) << "b=" << codebook->bits << " d=" << codebook->dim
-                                                   << " y=" << y[k];
+      ASSERT_EQ(fast[k], reference[k]) << describe(*codebook) << " y=" << y[k];
+      ASSERT_EQ(portable[k], reference[k]) << describe(*codebook) << " y=" << y[k];
+      ASSERT_EQ(reference[k], boundaries_below(*codebook, y[k])) << describe(*codebook) << " y=" << y[k];
+      double nearest_distance = INFINITY;
+      int nearest = 0;
+      for (std::size_t level = 0; level < codebook->centroids.size(); ++level) {
+        const double distance = std::fabs(static_cast<double>(y[k]) - codebook->centroids[level]);
+        if (distance < nearest_distance) {
+          nearest_distance = distance;
+          nearest = static_cast<int>(level);
+        }
+      }
+      bool near_boundary = false;
+      for (double boundary : codebook->boundaries) near_boundary |= std::fabs(y[k] - boundary) < 1e-6;
+      if (!near_boundary) {
+        ASSERT_EQ(reference[k], nearest) << describe(*codebook) << " y=" << y[k];
       }
     }
   }

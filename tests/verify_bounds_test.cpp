@@ -104,9 +104,10 @@ TEST(VerifyBoundsRowTest, RealRotationsMatchTheoryAndHadamardOnlyForPowersOfTwo)
   VerifyBoundsOptions options = quick_options();
   options.rotation_samples = 400;
   const BoundsRow power = verify_bounds_row(32, 3, options);
-  ASSERT_EQ(power.rotations.size(), 2u);
+  ASSERT_EQ(power.rotations.size(), 3u);
   EXPECT_EQ(power.rotations[0].spec, "tq:b=3,rot=haar,norm=fp32");
   EXPECT_EQ(power.rotations[1].rotation, "hadamard");
+  EXPECT_EQ(power.rotations[2].rotation, "hadamard2");
   for (const RotationDistortion& rotation : power.rotations) {
     EXPECT_EQ(rotation.d_mse.samples, 400);
     EXPECT_LT(std::fabs(rotation.z), kZ) << rotation.rotation;
@@ -114,6 +115,32 @@ TEST(VerifyBoundsRowTest, RealRotationsMatchTheoryAndHadamardOnlyForPowersOfTwo)
   const BoundsRow odd = verify_bounds_row(24, 3, options);
   ASSERT_EQ(odd.rotations.size(), 1u);
   EXPECT_EQ(odd.rotations[0].rotation, "haar");
+}
+
+// The structured-input check: one-hot inputs per rotation. Haar must match
+// theory (checked by z), one Hadamard round must give exactly its predicted
+// error d*(c - 1/sqrt(d))^2 (checked exactly), hadamard2 is reported.
+TEST(VerifyBoundsRowTest, OneHotDeviationIsReportedPerRotation) {
+  VerifyBoundsOptions options = quick_options();
+  options.rotation_samples = 1024;  // 8 rotations of the 128 one-hot vectors
+  const BoundsRow row = verify_bounds_row(128, 2, options);
+  ASSERT_EQ(row.one_hot.size(), 3u);
+  EXPECT_EQ(row.one_hot[0].rotation, "haar");
+  EXPECT_EQ(row.one_hot[0].seeds, 8);
+  EXPECT_LT(std::fabs(row.one_hot[0].d_mse_z), kZ);
+  EXPECT_NEAR(row.one_hot[1].d_mse.mean, 0.2552, 5e-5) << "the review's number";
+  ASSERT_TRUE(row.one_hot[1].d_mse_predicted.has_value());
+  EXPECT_NEAR(*row.one_hot[1].d_mse_predicted, 0.2552, 5e-5);
+  EXPECT_NEAR(row.one_hot[1].debiased_inner_product.mean, 1.7027, 5e-5);
+  EXPECT_FALSE(row.one_hot[2].d_mse_predicted.has_value());
+  for (const char* name : {"one_hot.haar.d_mse", "one_hot.haar.debias", "one_hot.hadamard.d_mse"}) {
+    const BoundsCheck* check = find_check(row, name);
+    ASSERT_NE(check, nullptr) << name;
+    EXPECT_TRUE(check->ok) << name << ": " << check->value << " vs " << check->expected;
+  }
+  EXPECT_EQ(find_check(row, "one_hot.hadamard2.d_mse"), nullptr) << "reported, not checked";
+  const BoundsRow odd = verify_bounds_row(24, 2, quick_options(200));
+  EXPECT_TRUE(odd.one_hot.empty()) << "rotation_samples = 0 skips it";
 }
 
 TEST(VerifyBoundsRowTest, DeterministicForASeedAndDifferentAcrossSeeds) {
@@ -168,10 +195,16 @@ TEST(VerifyBoundsTest, SmallRunPassesAndItsJsonCarriesEveryPart) {
   EXPECT_EQ(json["histograms"].size(), 4u * 3);
   EXPECT_EQ(json["summary"]["checks"], report.check_count());
   const nlohmann::json& row = json["rows"][0];
-  for (const char* key : {"d_mse_theory", "d_mse_empirical", "d_mse_rotations", "theorem1", "theorem2",
+  for (const char* key : {"d_mse_theory", "d_mse_empirical", "d_mse_rotations", "one_hot", "theorem1", "theorem2",
                           "inner_products", "checks", "ok", "centroids"}) {
     EXPECT_TRUE(row.contains(key)) << key;
   }
+  ASSERT_EQ(row["one_hot"].size(), 3u);  // d = 16: haar, hadamard, hadamard2
+  for (const char* key : {"rotation", "spec", "seeds", "d_mse", "d_mse_z", "d_mse_predicted",
+                          "debiased_inner_product", "debiased_inner_product_z"}) {
+    EXPECT_TRUE(row["one_hot"][1].contains(key)) << key;
+  }
+  EXPECT_TRUE(json["rows"][2]["one_hot"][0]["d_mse_predicted"].is_null());  // d = 24: Haar only, no prediction
   EXPECT_TRUE(row["inner_products"][1]["prod"].contains("predicted"));
   EXPECT_TRUE(row["checks"][0]["z"].is_null());  // theorem1.upper: exact, no z
   EXPECT_EQ(json["histograms"][0]["by_inner_product"].size(), 3u);

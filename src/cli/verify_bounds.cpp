@@ -54,6 +54,26 @@ void print_report(const BoundsReport& report) {
                row.ok ? "ok" : "FAILED");
   }
 
+  bool any_one_hot = false;
+  for (const BoundsRow& row : report.rows) any_one_hot = any_one_hot || !row.one_hot.empty();
+  if (any_one_hot) {
+    fmt::print("\nStructured inputs: the d one-hot vectors through the real tq quantizer per rotation (docs/ROTATIONS.md).\n"
+               "D_mse (z against theory) and the debiased <x~,x> (1 = unbiased; z against 1). Haar must match;\n"
+               "one Hadamard round gives every coordinate +-1/sqrt(d), an exact error shown as 'pred'.\n");
+    fmt::print("{:>5} {:>2}  {:>9}  {}\n", "dim", "b", "theory", "per rotation: D_mse (z) | debiased <x~,x> (z)");
+    for (const BoundsRow& row : report.rows) {
+      std::vector<std::string> cells;
+      for (const OneHotDeviation& result : row.one_hot) {
+        const std::string d_mse = result.d_mse_predicted
+                                      ? fmt::format("{:.4f} (pred {:.4f})", result.d_mse.mean, *result.d_mse_predicted)
+                                      : fmt::format("{:.4f} ({:+.1f})", result.d_mse.mean, result.d_mse_z);
+        cells.push_back(fmt::format("{} {} | {:.4f} ({:+.1f})", result.rotation, d_mse,
+                                    result.debiased_inner_product.mean, result.debiased_inner_product_z));
+      }
+      fmt::print("{:>5} {:>2}  {:>9.6f}  {}\n", row.dim, row.bits, row.d_mse_theory, fmt::join(cells, "   "));
+    }
+  }
+
   fmt::print("\nTheorem 2, prod (b-1 bits + 1-bit QJL, m = d, unit y): d*E[(<y,x~> - <y,x>)^2] at <y,x> = {}\n"
              "predicted (d/m)*[(pi/2)*D_mse(b-1) - E<y,r>^2]; the paper's constant beside (pi/2)*D_mse(b-1)\n",
              fmt::join(options.inner_products, " / "));

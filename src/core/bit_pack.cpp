@@ -1,5 +1,7 @@
 #include "core/bit_pack.h"
 
+#include <cassert>
+
 namespace tqlab {
 
 // Fast paths: byte-aligned runs of 1, 2, 4 or 8-bit codes, where whole bytes

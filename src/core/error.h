@@ -3,7 +3,9 @@
 // A user error (bad file, bad tensor, bad option) is an InputError: the CLI
 // catches it once, prints its message and exits with code 2. Messages name
 // the file, the tensor or the option and say what was expected. Internal
-// invariants use assert(), not exceptions.
+// invariants use assert(), not exceptions, except where Release builds must
+// still refuse to go on (a numerical solver that did not converge): those
+// throw InternalError, which the CLI reports as an internal error (exit 3).
 #pragma once
 
 #include <stdexcept>
@@ -24,6 +26,13 @@ enum ExitCode : int {
 class InputError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+/// A broken internal invariant that Release builds check too: not the user's
+/// fault, and nothing computed after it could be trusted.
+class InternalError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
 };
 
 /// Throws InputError with an fmt-formatted message.

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "eval/structured_inputs.h"
 #include "quant/codebook.h"
 #include "quant/registry.h"
 #include "quant/rotation.h"
@@ -34,9 +35,17 @@ constexpr int kTokensPerRotation = 50;
 /// Exact comparisons allow for the last bits of double rounding.
 constexpr double kExactRelativeSlack = 1e-12;
 
+/// The one-hot Hadamard prediction is exact in real arithmetic; the quantizer
+/// computes in float (FWHT sums, fp32 norms), which moves it by ~1e-6 relative.
+constexpr double kOneHotFloatTolerance = 1e-4;
+
 // Random streams of a row: one per measurement, so that changing one sample
 // count leaves the other measurements' draws unchanged.
-enum Stream : std::uint64_t { kDirectStream = 1, kRotationStream = 2, kInnerProductStream = 3 };
+enum Stream : std::uint64_t { kDirectStream = 1, kRotationStream = 2, kInnerProductStream = 3, kOneHotStream = 4 };
+
+/// Rotations drawn for the one-hot run: at least this many clusters, so that
+/// the standard error over them means something.
+constexpr int kMinOneHotSeeds = 8;
 
 std::uint64_t row_seed(const VerifyBoundsOptions& options, int dim, int bits, Stream stream, std::uint64_t index = 0) {
   return derive_seed({options.seed, static_cast<std::uint64_t>(dim), static_cast<std::uint64_t>(bits), stream, index});
@@ -128,10 +137,61 @@ void fill_theory(BoundsRow& row) {
   }
 }
 
+// The real rotations a row measures: Haar always, the Hadamard kinds where they exist.
+std::vector<RotationKind> row_rotations(int dim) {
+  std::vector<RotationKind> kinds = {RotationKind::haar};
+  if (hadamard_supports(dim)) {
+    kinds.push_back(RotationKind::hadamard);
+    kinds.push_back(RotationKind::hadamard2);
+  }
+  return kinds;
+}
+
+// One-hot inputs per rotation: the structured-input deviation (see OneHotDeviation).
+void measure_one_hot(BoundsRow& row, const VerifyBoundsOptions& options) {
+  if (options.rotation_samples == 0) return;
+  const std::vector<float> x = one_hot_vectors(row.dim);
+  const int seeds = static_cast<int>(std::max<std::int64_t>(kMinOneHotSeeds, options.rotation_samples / row.dim));
+  for (RotationKind kind : row_rotations(row.dim)) {
+    OneHotDeviation result;
+    result.rotation = std::string(rotation_kind_name(kind));
+    result.spec = fmt::format("tq:b={},rot={},norm=fp32", row.bits, result.rotation);
+    result.seeds = seeds;
+    const std::uint64_t seed = row_seed(options, row.dim, row.bits, kOneHotStream, static_cast<std::uint64_t>(kind));
+    result.d_mse = measure_structured_input(*make_quantizer(result.spec), row.dim, row.dim, x.data(), seeds, seed).d_mse;
+    result.debiased_inner_product =
+        measure_structured_input(*make_quantizer(result.spec + ",debias"), row.dim, row.dim, x.data(), seeds, seed)
+            .inner_product;
+    result.d_mse_z = z_score(result.d_mse, row.d_mse_theory);
+    result.debiased_inner_product_z = z_score(result.debiased_inner_product, 1.0);
+    const std::string prefix = "one_hot." + result.rotation;
+    if (kind == RotationKind::haar) {
+      row.checks.push_back(z_check(prefix + ".d_mse", result.d_mse.mean, row.d_mse_theory, result.d_mse_z,
+                                   options.tolerance_z, "D_mse of one-hot inputs under Haar vs theory"));
+      row.checks.push_back(z_check(prefix + ".debias", result.debiased_inner_product.mean, 1.0,
+                                   result.debiased_inner_product_z, options.tolerance_z,
+                                   "debiased <x~, e_i> under Haar vs 1 (unbiased)"));
+    } else if (kind == RotationKind::hadamard) {
+      // Every coordinate of H D e_i is ±1/√d: each lands on the level c that
+      // 1/√d quantizes to (up to sign), so the error is d (c − 1/√d)² for
+      // every i and every seed.
+      const Codebook& codebook = lloyd_max_codebook(row.dim, row.bits, CodebookDistribution::beta);
+      const double coordinate = 1.0 / std::sqrt(static_cast<double>(row.dim));
+      const double level = codebook.centroids_f[static_cast<std::size_t>(
+          codebook.code_of(static_cast<double>(static_cast<float>(coordinate))))];
+      result.d_mse_predicted = row.dim * (level - coordinate) * (level - coordinate);
+      row.checks.push_back(exact_check(prefix + ".d_mse", result.d_mse.mean, *result.d_mse_predicted,
+                                       std::fabs(result.d_mse.mean - *result.d_mse_predicted) <=
+                                           kOneHotFloatTolerance * std::max(*result.d_mse_predicted, 1e-3),
+                                       "D_mse of one-hot inputs under one Hadamard round vs d*(c - 1/sqrt(d))^2"));
+    }
+    row.one_hot.push_back(std::move(result));
+  }
+}
+
 void measure_rotations(BoundsRow& row, const VerifyBoundsOptions& options) {
   if (options.rotation_samples == 0) return;
-  std::vector<RotationKind> kinds = {RotationKind::haar};
-  if (hadamard_supports(row.dim)) kinds.push_back(RotationKind::hadamard);
+  const std::vector<RotationKind> kinds = row_rotations(row.dim);
   for (RotationKind kind : kinds) {
     RotationDistortion result;
     result.rotation = std::string(rotation_kind_name(kind));
@@ -275,6 +335,17 @@ nlohmann::json row_json(const BoundsRow& row, double tolerance_z) {
     entry["z"] = number_or_null(rotation.z);
     out["d_mse_rotations"].push_back(entry);
   }
+  out["one_hot"] = nlohmann::json::array();
+  for (const OneHotDeviation& result : row.one_hot) {
+    out["one_hot"].push_back({{"rotation", result.rotation},
+                              {"spec", result.spec},
+                              {"seeds", result.seeds},
+                              {"d_mse", estimate_json(result.d_mse)},
+                              {"d_mse_z", number_or_null(result.d_mse_z)},
+                              {"d_mse_predicted", optional_json(result.d_mse_predicted)},
+                              {"debiased_inner_product", estimate_json(result.debiased_inner_product)},
+                              {"debiased_inner_product_z", number_or_null(result.debiased_inner_product_z)}});
+  }
   out["theorem1"] = {{"upper_bound", row.upper_bound},
                      {"lower_bound", row.lower_bound},
                      {"lower_bound_applies", row.lower_bound_applies},
@@ -376,6 +447,7 @@ BoundsRow verify_bounds_row(int dim, int bits, const VerifyBoundsOptions& option
   row.checks.push_back(z_check("d_mse_empirical", row.d_mse_empirical.mean, row.d_mse_theory, row.d_mse_z,
                                options.tolerance_z, "D_mse, uniform unit vectors quantized directly, vs theory"));
   measure_rotations(row, options);
+  measure_one_hot(row, options);
   measure_inner_products(row, options);
 
   row.ok = std::all_of(row.checks.begin(), row.checks.end(), [](const BoundsCheck& check) { return check.ok; });

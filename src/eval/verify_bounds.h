@@ -6,8 +6,12 @@
 //  * D_mse: theory d·E[(t − Q(t))²] under the exact marginal f_d; Monte Carlo
 //    by the direct path (uniform unit vectors quantized coordinate-wise,
 //    eval/bounds.h) and through the real `tq` quantizer with rot=haar and
-//    rot=hadamard; Theorem 1's upper bound √3·π/2·4^−b and Shannon's 4^−b
+//    rot=hadamard (and rot=hadamard2); Theorem 1's upper bound √3·π/2·4^−b and Shannon's 4^−b
 //    (Theorem 3, asymptotic: checked for d >= 3); the paper's values.
+//  * structured inputs: the d one-hot vectors through the real quantizer per
+//    rotation (OneHotDeviation, docs/ROTATIONS.md): Haar checked against
+//    theory, one Hadamard round against its exact error d·(c − 1/√d)²,
+//    hadamard2 reported;
 //  * Theorem 2 (TurboQuant_prod, unit y, m = d projections): d·E[err²] measured
 //    and predicted as (d/m)·[(π/2)·D_mse(b−1) − E⟨y, r⟩²]; the paper's constants
 //    beside (π/2)·D_mse(b−1), with a flag where they disagree (b = 4: 0.047
@@ -15,10 +19,11 @@
 //  * the biased, debiased and prod estimators at each ⟨y, x⟩: bias and
 //    d·E[err²], against seed 001's table at d = 128; histograms of the error.
 //  * checks: every Monte Carlo comparison passes when |z| <= tolerance_z, every
-//    exact comparison when it holds. The default run makes 216 Monte Carlo
-//    comparisons (258 checks): a 95% interval would fail by chance on almost
-//    every run; at |z| <= 4 about 1.4% of seeds fail one (216 · 6.3e-5; seeds
-//    0-8 all pass, largest |z| 3.5).
+//    exact comparison when it holds. The default run makes 252 Monte Carlo
+//    comparisons (306 checks): a 95% interval would fail by chance on almost
+//    every run; at |z| <= 4 about 1.6% of seeds fail one (252 · 6.3e-5; seed 0
+//    passes with largest |z| 3.1; before the one-hot and hadamard2 checks,
+//    seeds 0-8 all passed, largest |z| 3.5).
 #pragma once
 
 #include <array>
@@ -67,6 +72,23 @@ struct RotationDistortion {
   double z = 0;          ///< against the row's d_mse_theory
 };
 
+/// One-hot inputs e_0 .. e_{d-1} through the real quantizer under one rotation
+/// kind (docs/ROTATIONS.md): how far a structured input is from the Haar
+/// statistics the theory assumes. Haar is rotation invariant, so its numbers
+/// must match theory; randomized Hadamard maps e_i to ±1/√d in every
+/// coordinate, a deterministic error that d_mse_predicted gives exactly;
+/// hadamard2 is reported, not checked (close to Haar, not equal to it).
+struct OneHotDeviation {
+  std::string rotation;            ///< "haar", "hadamard", "hadamard2"
+  std::string spec;                ///< e.g. "tq:b=2,rot=hadamard,norm=fp32"; the debiased run adds ",debias"
+  int seeds = 0;                   ///< rotations drawn; standard errors treat each as one cluster
+  Estimate d_mse;                  ///< mean ‖e_i − x̃‖² (theory: the row's d_mse_theory)
+  double d_mse_z = 0;              ///< against d_mse_theory
+  Estimate debiased_inner_product; ///< mean ⟨x̃, e_i⟩ with debias (1 when unbiased)
+  double debiased_inner_product_z = 0;  ///< against 1
+  std::optional<double> d_mse_predicted;  ///< hadamard: d·(c − 1/√d)², c the level 1/√d quantizes to
+};
+
 /// One estimator at one ⟨y, x⟩.
 struct EstimatorResult {
   Estimate error;                 ///< estimate − ⟨y, x⟩: its mean is the bias
@@ -109,7 +131,8 @@ struct BoundsRow {
   double d_mse_theory = 0;        ///< d · E[(t − Q(t))²] under f_d (the codebook's exact integrals)
   Estimate d_mse_empirical;       ///< direct path
   double d_mse_z = 0;
-  std::vector<RotationDistortion> rotations;  ///< haar, then hadamard when dim is a power of two
+  std::vector<RotationDistortion> rotations;  ///< haar, then hadamard and hadamard2 when dim is a power of two
+  std::vector<OneHotDeviation> one_hot;       ///< the same rotations on one-hot inputs (rotation_samples > 0)
   double upper_bound = 0;         ///< √3·π/2 · 4^−b
   double lower_bound = 0;         ///< 4^−b
   bool lower_bound_applies = true;  ///< d >= 3 (at d = 2 the true D is below it)

@@ -20,7 +20,13 @@ constexpr int kHalfBlock = kQuantBlockSize / 2;
 
 // ggml multiplies by the reciprocal and takes 0 for a zero scale, so an
 // all-zero block gets codes that decode to zero without dividing by zero.
-float reciprocal_or_zero(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
+// A subnormal scale (below 2^-128) has no float reciprocal either: it also
+// takes 0 (ggml would form Inf and NaN codes, undefined when cast to int);
+// its fp16 copy is 0, so the block decodes to zero whatever the codes.
+float reciprocal_or_zero(float d) {
+  const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+  return std::isfinite(inverse) ? inverse : 0.0f;
+}
 
 std::uint8_t pack_nibbles(int low, int high) { return static_cast<std::uint8_t>(low | (high << 4)); }
 
@@ -63,12 +69,20 @@ EncodedTensor encode_blocks(std::int64_t tokens, int dim, const float* x, const 
 }
 
 template <typename Block>
-void decode_blocks(const EncodedTensor& encoded, const std::string& spec, float* out) {
+void decode_blocks(const EncodedTensor& encoded, const QuantContext& context, const std::string& spec, float* out) {
   const std::int64_t block_count = encoded.tokens * encoded.dim / kQuantBlockSize;
   require_encoded_size(encoded, static_cast<std::size_t>(block_count) * sizeof(Block), spec);
   for (std::int64_t i = 0; i < block_count; ++i) {
     Block block;
     std::memcpy(&block, encoded.bytes.data() + i * sizeof(Block), sizeof(Block));
+    // encode() refuses blocks whose side values overflow fp16; finite ones
+    // bound every decoded value (|q| * 65504 + 65504).
+    if (!side_values_finite(block)) {
+      const std::int64_t first = i * kQuantBlockSize;
+      fail_corrupt(spec, context,
+                   fmt::format("the block at token {}, channels {}..{} stores a non-finite fp16 scale or minimum",
+                               first / encoded.dim, first % encoded.dim, first % encoded.dim + kQuantBlockSize - 1));
+    }
     dequantize_block(block, out + i * kQuantBlockSize);
   }
 }
@@ -170,12 +184,11 @@ EncodedTensor BlockQuantizer::encode(std::int64_t tokens, int dim, const float* 
 }
 
 void BlockQuantizer::decode(const EncodedTensor& encoded, const QuantContext& context, float* out) const {
-  (void)context;
   check_dim(encoded.dim);
   switch (format_) {
-    case BlockFormat::q8_0: return decode_blocks<BlockQ8_0>(encoded, spec(), out);
-    case BlockFormat::q4_0: return decode_blocks<BlockQ4_0>(encoded, spec(), out);
-    case BlockFormat::q4_1: return decode_blocks<BlockQ4_1>(encoded, spec(), out);
+    case BlockFormat::q8_0: return decode_blocks<BlockQ8_0>(encoded, context, spec(), out);
+    case BlockFormat::q4_0: return decode_blocks<BlockQ4_0>(encoded, context, spec(), out);
+    case BlockFormat::q4_1: return decode_blocks<BlockQ4_1>(encoded, context, spec(), out);
   }
 }
 

@@ -58,8 +58,8 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 /// fraction of the largest centroid. Rounding leaves ~1e-15 at the fixed point.
 constexpr double kConvergedRelativeStep = 1e-13;
 /// Newton reaches the tolerance in at most 10 iterations over d = 2..4096,
-/// b = 1..8 (checked for every d); the cap only bounds a case that would stall.
-constexpr int kMaxLloydMaxIterations = 100;
+/// b = 1..8 (checked for every d); the cap (LloydMaxSolverLimits) only bounds
+/// a case that would stall, and such a case throws.
 
 // ---------------------------------------------------------------------------
 // Special functions
@@ -403,7 +403,8 @@ bool is_valid_half(const std::vector<double>& centroids, double end) {
 /// `density` with 2K levels. `companding` is the density ∝ f^(1/3), whose
 /// quantiles give the starting point.
 template <class Density>
-std::vector<double> lloyd_max_half(const Density& density, const Density& companding, int half_levels) {
+std::vector<double> lloyd_max_half(const Density& density, const Density& companding, int half_levels,
+                                   int max_iterations) {
   const std::size_t cells = static_cast<std::size_t>(half_levels);
   std::vector<double> centroids(cells);
   for (std::size_t j = 0; j < cells; ++j) {
@@ -414,7 +415,8 @@ std::vector<double> lloyd_max_half(const Density& density, const Density& compan
   HalfCells<Density> state, trial;
   state.evaluate(density, centroids);
   std::vector<double> lower(cells), diagonal(cells), upper(cells), step(cells), candidate(cells);
-  for (int iteration = 0; iteration < kMaxLloydMaxIterations; ++iteration) {
+  int iteration = 0;
+  for (; iteration < max_iterations; ++iteration) {
     if (state.lloyd_change <= kConvergedRelativeStep) break;
     // Jacobian of G_j = m_j − c_j: the mean of cell j moves with its edges as
     // ∂m/∂hi = f(hi)(hi − m)/mass, ∂m/∂lo = f(lo)(m − lo)/mass, and each
@@ -454,7 +456,14 @@ std::vector<double> lloyd_max_half(const Density& density, const Density& compan
       state.evaluate(density, centroids);
     }
   }
-  assert(state.lloyd_change <= kConvergedRelativeStep);
+  // Checked in every build (an assert would vanish in Release): a codebook off
+  // its fixed point would give wrong D_mse and alpha without a word.
+  if (!(state.lloyd_change <= kConvergedRelativeStep)) {
+    throw InternalError(fmt::format(
+        "Lloyd-Max codebook with {} levels did not converge in {} iterations: one more Lloyd step would move a "
+        "centroid by {:.3g} of the largest, above the tolerance {:.3g}",
+        2 * half_levels, iteration, state.lloyd_change, kConvergedRelativeStep));
+  }
   return centroids;
 }
 
@@ -549,16 +558,19 @@ QuantizerMoments quantizer_moments(const Density& density, const std::vector<dou
   return moments;
 }
 
-std::vector<double> positive_half_centroids(int dim, int bits, CodebookDistribution distribution) {
+std::vector<double> positive_half_centroids(int dim, int bits, CodebookDistribution distribution,
+                                           int max_iterations) {
   const int half_levels = 1 << (bits - 1);
   switch (distribution) {
     case CodebookDistribution::beta:
       // f_d^(1/3) ∝ (1 − t²)^((d−3)/6) = f_{d'} with (d' − 3)/2 = (d − 3)/6.
-      return lloyd_max_half(SphereCoordinateDensity(dim), SphereCoordinateDensity((dim + 6) / 3.0), half_levels);
+      return lloyd_max_half(SphereCoordinateDensity(dim), SphereCoordinateDensity((dim + 6) / 3.0), half_levels,
+                            max_iterations);
     case CodebookDistribution::gauss: {
       // φ_σ^(1/3) ∝ φ_{σ√3}.
       const double sigma = 1.0 / std::sqrt(static_cast<double>(dim));
-      return lloyd_max_half(GaussianDensity(sigma), GaussianDensity(sigma * std::sqrt(3.0)), half_levels);
+      return lloyd_max_half(GaussianDensity(sigma), GaussianDensity(sigma * std::sqrt(3.0)), half_levels,
+                            max_iterations);
     }
     case CodebookDistribution::uniform: {
       const double step = optimal_uniform_step(SphereCoordinateDensity(dim), half_levels);
@@ -583,8 +595,7 @@ std::string_view codebook_distribution_name(CodebookDistribution distribution) {
 }
 
 std::optional<CodebookDistribution> parse_codebook_distribution(std::string_view name) {
-  for (auto distribution :
-       {CodebookDistribution::beta, CodebookDistribution::gauss, CodebookDistribution::uniform}) {
+  for (auto distribution : kCodebookDistributions) {
     if (name == codebook_distribution_name(distribution)) return distribution;
   }
   return std::nullopt;
@@ -606,9 +617,15 @@ void validate_codebook_arguments(int dim, int bits, CodebookDistribution distrib
 }
 }  // namespace
 
-Codebook compute_codebook(int dim, int bits, CodebookDistribution distribution) {
+Codebook compute_codebook(int dim, int bits, CodebookDistribution distribution, const LloydMaxSolverLimits& limits) {
   validate_codebook_arguments(dim, bits, distribution);
-  const std::vector<double> half = positive_half_centroids(dim, bits, distribution);
+  std::vector<double> half;
+  try {
+    half = positive_half_centroids(dim, bits, distribution, limits.max_iterations);
+  } catch (const InternalError& error) {
+    throw InternalError(fmt::format("codebook d={}, b={}, {}: {}", dim, bits, codebook_distribution_name(distribution),
+                                    error.what()));
+  }
   Codebook codebook;
   codebook.dim = dim;
   codebook.bits = bits;

@@ -23,6 +23,10 @@ namespace tqlab {
 
 enum class CodebookDistribution { beta, gauss, uniform };
 
+/// Every distribution, in the order the cb= choices list them.
+inline constexpr CodebookDistribution kCodebookDistributions[] = {
+    CodebookDistribution::beta, CodebookDistribution::gauss, CodebookDistribution::uniform};
+
 /// "beta", "gauss", "uniform" (the words of the `cb=` spec option and `--dist`).
 std::string_view codebook_distribution_name(CodebookDistribution distribution);
 
@@ -67,6 +71,13 @@ struct Codebook {
   int code_of(double t) const;
 };
 
+/// Limits of the Lloyd–Max solver (beta and gauss codebooks). The default
+/// budget is ten times what any (d, b) needs; tests shrink it to see a solve
+/// that did not converge refused.
+struct LloydMaxSolverLimits {
+  int max_iterations = 100;
+};
+
 /// The codebook for (dim, bits, distribution), computed on first use and cached
 /// for the life of the process (thread-safe; the reference stays valid).
 /// dim 2..4096, bits 1..8; throws InputError naming the allowed range otherwise.
@@ -74,6 +85,11 @@ struct Codebook {
 const Codebook& lloyd_max_codebook(int dim, int bits, CodebookDistribution distribution);
 
 /// The same codebook computed afresh, bypassing the cache (for benchmarks and tests).
-Codebook compute_codebook(int dim, int bits, CodebookDistribution distribution);
+/// Throws InternalError (naming d, b, the distribution and the iterations
+/// spent) when the Lloyd–Max iteration has not converged within
+/// limits.max_iterations: a codebook off its fixed point would silently
+/// break every D_mse and alpha derived from it.
+Codebook compute_codebook(int dim, int bits, CodebookDistribution distribution,
+                          const LloydMaxSolverLimits& limits = {});
 
 }  // namespace tqlab

@@ -61,20 +61,21 @@ EncodedTensor FloatQuantizer::encode(std::int64_t tokens, int dim, const float* 
 }
 
 void FloatQuantizer::decode(const EncodedTensor& encoded, const QuantContext& context, float* out) const {
-  (void)context;
   const std::int64_t count = encoded.tokens * encoded.dim;
   const std::size_t element_bytes = stored_float_bytes(type_);
   require_encoded_size(encoded, static_cast<std::size_t>(count) * element_bytes, spec());
   const std::uint8_t* bytes = encoded.bytes.data();
   if (type_ == StoredFloat::fp32) {
     std::memcpy(out, bytes, encoded.bytes.size());
-    return;
+  } else {
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::uint16_t stored;
+      std::memcpy(&stored, bytes + i * element_bytes, element_bytes);
+      out[i] = type_ == StoredFloat::fp16 ? half_to_float(stored) : bf16_to_float(stored);
+    }
   }
-  for (std::int64_t i = 0; i < count; ++i) {
-    std::uint16_t stored;
-    std::memcpy(&stored, bytes + i * element_bytes, element_bytes);
-    out[i] = type_ == StoredFloat::fp16 ? half_to_float(stored) : bf16_to_float(stored);
-  }
+  // encode() refuses NaN, Inf and overflow, so a stored one is corrupt.
+  require_finite_decoded(spec(), context, encoded.tokens, encoded.dim, out);
 }
 
 std::string Fp8Quantizer::spec() const { return fp8_format_name(format_); }
@@ -88,6 +89,10 @@ EncodedTensor Fp8Quantizer::encode(std::int64_t tokens, int dim, const float* x,
   // An all-zero tensor (or one so small that the scale underflows) gets scale
   // 1: every value then encodes to a zero code and decodes to zero, no 0/0.
   if (scale == 0.0f) scale = 1.0f;
+  // With amax near FLT_MAX, max * scale may round up to Inf: the largest code
+  // would then decode to Inf. One ulp less keeps it finite (x / scale then
+  // saturates at the largest code, as it should).
+  while (!std::isfinite(fp8_max(format_) * scale)) scale = std::nextafter(scale, 0.0f);
 
   EncodedTensor encoded{tokens, dim, {}};
   encoded.bytes.resize(sizeof(float) + static_cast<std::size_t>(count));
@@ -100,11 +105,15 @@ EncodedTensor Fp8Quantizer::encode(std::int64_t tokens, int dim, const float* x,
 }
 
 void Fp8Quantizer::decode(const EncodedTensor& encoded, const QuantContext& context, float* out) const {
-  (void)context;
   const std::int64_t count = encoded.tokens * encoded.dim;
   require_encoded_size(encoded, sizeof(float) + static_cast<std::size_t>(count), spec());
   float scale;
   std::memcpy(&scale, encoded.bytes.data(), sizeof(float));
+  // encode() writes a positive scale with max * scale <= the tensor's largest |x|.
+  if (!(scale > 0.0f) || !std::isfinite(fp8_max(format_) * scale)) {
+    fail_corrupt(spec(), context, fmt::format("scale {} is not positive or makes {} * scale overflow", scale,
+                                              fp8_max(format_)));
+  }
   // The 256 possible products, once: decoding becomes a table lookup.
   float value_of_code[256];
   for (int code = 0; code < 256; ++code) {
@@ -112,6 +121,8 @@ void Fp8Quantizer::decode(const EncodedTensor& encoded, const QuantContext& cont
   }
   const std::uint8_t* codes = encoded.bytes.data() + sizeof(float);
   for (std::int64_t i = 0; i < count; ++i) out[i] = value_of_code[codes[i]];
+  // encode() saturates, so a NaN (or e5m2 Inf) code is corrupt.
+  require_finite_decoded(spec(), context, encoded.tokens, encoded.dim, out);
 }
 
 std::vector<MethodInfo> float_methods() {

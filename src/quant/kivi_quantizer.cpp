@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -94,7 +95,24 @@ class GroupLayout {
   std::vector<int> column_offset_;
 };
 
+constexpr int kMinBits = 1, kMaxBits = 8;
+
+// KIVI's options: what `tqlab list` prints and what the parser accepts.
+const std::vector<OptionDoc>& kivi_option_docs() {
+  static const std::vector<OptionDoc> docs = {
+      {"b", fmt::format("{}..{}", kMinBits, kMaxBits), "bits per code (required)"},
+      {"group", fmt::format("1..{}", KiviQuantizer::kMaxGroup),
+       fmt::format("tokens per key group / channels per value group (default {})", KiviQuantizer::kDefaultGroup)},
+  };
+  return docs;
+}
+
 }  // namespace
+
+// Stream bit of token t's first code: codes are row-major, bits_ each.
+std::uint64_t KiviQuantizer::code_bit(std::int64_t token, int dim) const {
+  return static_cast<std::uint64_t>(token) * static_cast<std::uint64_t>(dim) * static_cast<std::uint64_t>(bits_);
+}
 
 KiviQuantizer::KiviQuantizer(int bits, int group) : bits_(bits), group_(group) {
   assert(bits >= 1 && bits <= 8);
@@ -135,30 +153,30 @@ EncodedTensor KiviQuantizer::encode(std::int64_t tokens, int dim, const float* x
          spec(), tensor_location(context), layout.first_token(index), layout.first_channel(index), lo[g], hi[g]);
   }
 
+  const std::size_t side_bytes = group_count * kGroupSideBytes;
   EncodedTensor encoded{tokens, dim, {}};
-  encoded.bytes.reserve(group_count * kGroupSideBytes +
-                        packed_bytes(static_cast<std::size_t>(tokens * dim), bits_));
-  {
-    BitWriter writer(encoded.bytes);
-    for (const GroupParameters& group : groups) {
-      writer.put_bytes(group.scale_bits);
-      writer.put_bytes(group.zero_bits);
+  encoded.bytes.assign(side_bytes + packed_bytes(static_cast<std::size_t>(tokens * dim), bits_), 0);
+  std::uint8_t* bytes = encoded.bytes.data();
+  for (std::size_t g = 0; g < group_count; ++g) {
+    std::memcpy(bytes + g * kGroupSideBytes, &groups[g].scale_bits, 2);
+    std::memcpy(bytes + g * kGroupSideBytes + 2, &groups[g].zero_bits, 2);
+  }
+  std::vector<std::uint8_t> row_codes(static_cast<std::size_t>(dim));
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    const std::int64_t base = layout.row_base(t);
+    const float* row = x + t * dim;
+    for (int c = 0; c < dim; ++c) {
+      const auto g = static_cast<std::size_t>(base + column_offset[static_cast<std::size_t>(c)]);
+      const GroupParameters& group = groups[g];
+      // Divide rather than multiply by 1/scale: the rounding then never
+      // adds to the scale/2 bound more than one float ulp.
+      const float steps = group.scale > 0.0f ? (row[c] - group.zero) / group.scale : 0.0f;
+      // steps >= 0 up to rounding, so floor(steps + 1/2) rounds halves up.
+      row_codes[static_cast<std::size_t>(c)] =
+          static_cast<std::uint8_t>(std::clamp(static_cast<int>(std::floor(steps + 0.5f)), 0, levels));
     }
-    for (std::int64_t t = 0; t < tokens; ++t) {
-      const std::int64_t base = layout.row_base(t);
-      const float* row = x + t * dim;
-      for (int c = 0; c < dim; ++c) {
-        const auto g = static_cast<std::size_t>(base + column_offset[static_cast<std::size_t>(c)]);
-        const GroupParameters& group = groups[g];
-        // Divide rather than multiply by 1/scale: the rounding then never
-        // adds to the scale/2 bound more than one float ulp.
-        const float steps = group.scale > 0.0f ? (row[c] - group.zero) / group.scale : 0.0f;
-        // steps >= 0 up to rounding, so floor(steps + 1/2) rounds halves up.
-        const int code = std::clamp(static_cast<int>(std::floor(steps + 0.5f)), 0, levels);
-        writer.put(static_cast<std::uint32_t>(code), bits_);
-      }
-    }
-  }  // the writer flushes the last partial byte here
+    pack_codes(row_codes.size(), row_codes.data(), bits_, bytes + side_bytes, code_bit(t, dim));
+  }
   return encoded;
 }
 
@@ -168,23 +186,35 @@ void KiviQuantizer::decode(const EncodedTensor& encoded, const QuantContext& con
   const GroupLayout layout(tokens, dim, group_, context.role);
   const std::vector<int>& column_offset = layout.column_offset();
   const auto group_count = static_cast<std::size_t>(layout.count());
-  require_encoded_size(encoded,
-                       group_count * kGroupSideBytes + packed_bytes(static_cast<std::size_t>(tokens * dim), bits_),
-                       spec());
+  const std::size_t side_bytes = group_count * kGroupSideBytes;
+  require_encoded_size(encoded, side_bytes + packed_bytes(static_cast<std::size_t>(tokens * dim), bits_), spec());
 
-  BitReader reader(encoded.bytes.data(), encoded.bytes.size());
+  const std::uint8_t* bytes = encoded.bytes.data();
   std::vector<float> scale(group_count);
   std::vector<float> zero(group_count);
   for (std::size_t g = 0; g < group_count; ++g) {
-    scale[g] = half_to_float(reader.get_bytes<std::uint16_t>());
-    zero[g] = half_to_float(reader.get_bytes<std::uint16_t>());
+    std::uint16_t scale_bits, zero_bits;
+    std::memcpy(&scale_bits, bytes + g * kGroupSideBytes, 2);
+    std::memcpy(&zero_bits, bytes + g * kGroupSideBytes + 2, 2);
+    scale[g] = half_to_float(scale_bits);
+    zero[g] = half_to_float(zero_bits);
+    // encode() refuses groups whose scale or zero overflow fp16; finite ones
+    // bound every decoded value (65504 + 255 * 65504).
+    if (!std::isfinite(scale[g]) || !std::isfinite(zero[g])) {
+      const auto index = static_cast<std::int64_t>(g);
+      fail_corrupt(spec(), context,
+                   fmt::format("the group starting at token {}, channel {} stores scale {} and zero {}",
+                               layout.first_token(index), layout.first_channel(index), scale[g], zero[g]));
+    }
   }
+  std::vector<std::uint8_t> row_codes(static_cast<std::size_t>(dim));
   for (std::int64_t t = 0; t < tokens; ++t) {
+    unpack_codes(row_codes.size(), bytes + side_bytes, code_bit(t, dim), bits_, row_codes.data());
     const std::int64_t base = layout.row_base(t);
     float* row = out + t * dim;
     for (int c = 0; c < dim; ++c) {
       const auto g = static_cast<std::size_t>(base + column_offset[static_cast<std::size_t>(c)]);
-      row[c] = zero[g] + static_cast<float>(reader.get(bits_)) * scale[g];
+      row[c] = zero[g] + static_cast<float>(row_codes[static_cast<std::size_t>(c)]) * scale[g];
     }
   }
 }
@@ -193,18 +223,16 @@ std::vector<MethodInfo> kivi_methods() {
   MethodInfo kivi;
   kivi.name = "kivi";
   kivi.summary = "KIVI: asymmetric min/max, keys per channel over token groups, values per token over channel groups";
-  kivi.options = {
-      {"b", "1..8", "bits per code (required)"},
-      {"group", fmt::format("1..{}", KiviQuantizer::kMaxGroup),
-       fmt::format("tokens per key group / channels per value group (default {})", KiviQuantizer::kDefaultGroup)},
-  };
+  kivi.options = kivi_option_docs();
   kivi.bits_formula = "b + 32/group (fp16 scale and zero per group; more with a partial last group)";
   kivi.example_specs = {"kivi:b=2", "kivi:b=3,group=16", "kivi:b=4", "kivi:b=8,group=128", "kivi:b=1,group=7"};
   kivi.make = [](SpecOptionReader& reader) -> std::unique_ptr<Quantizer> {
-    const std::optional<int> bits = reader.integer("b", 1, 8);
+    const std::optional<int> bits = reader.integer("b", kMinBits, kMaxBits);
     const std::optional<int> group = reader.integer("group", 1, KiviQuantizer::kMaxGroup);
-    reader.finish({"b", "group"});
-    if (!bits) fail("quantizer spec '{}': missing required option b (1..8)", reader.spec().text);
+    reader.finish(kivi_option_docs());
+    if (!bits) {
+      fail("quantizer spec '{}': missing required option b ({}..{})", reader.spec().text, kMinBits, kMaxBits);
+    }
     return std::make_unique<KiviQuantizer>(*bits, group.value_or(KiviQuantizer::kDefaultGroup));
   };
   return {std::move(kivi)};

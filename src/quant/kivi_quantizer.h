@@ -54,6 +54,8 @@ class KiviQuantizer final : public Quantizer {
   void decode(const EncodedTensor& encoded, const QuantContext& context, float* out) const override;
 
  private:
+  std::uint64_t code_bit(std::int64_t token, int dim) const;
+
   int bits_;
   int group_;
 };

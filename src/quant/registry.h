@@ -14,12 +14,6 @@
 
 namespace tqlab {
 
-struct OptionDoc {
-  std::string name;     ///< "b", "block", "nc"
-  std::string values;   ///< "1..8", "hadamard|haar|none", "" for a flag
-  std::string summary;  ///< one line, with the default
-};
-
 struct MethodInfo {
   std::string name;          ///< "tq", "q4_0"
   std::string summary;       ///< one line

@@ -50,12 +50,13 @@ std::string_view rotation_kind_name(RotationKind kind) {
     case RotationKind::hadamard: return "hadamard";
     case RotationKind::haar: return "haar";
     case RotationKind::none: return "none";
+    case RotationKind::hadamard2: return "hadamard2";
   }
   return "?";
 }
 
 std::optional<RotationKind> parse_rotation_kind(std::string_view name) {
-  for (const RotationKind kind : {RotationKind::hadamard, RotationKind::haar, RotationKind::none}) {
+  for (const RotationKind kind : kRotationKinds) {
     if (name == rotation_kind_name(kind)) return kind;
   }
   return std::nullopt;
@@ -408,6 +409,20 @@ void HadamardRotation::inverse(std::int64_t n, const float* in, float* out) cons
   }
 }
 
+// Seeds of the two rounds: streams 1 and 2 of the rotation's seed.
+DoubleHadamardRotation::DoubleHadamardRotation(int log_dim, std::uint64_t seed)
+    : Rotation(1 << log_dim), first_(log_dim, derive_seed({seed, 1})), second_(log_dim, derive_seed({seed, 2})) {}
+
+void DoubleHadamardRotation::forward(std::int64_t n, const float* in, float* out) const {
+  first_.forward(n, in, out);
+  second_.forward(n, out, out);
+}
+
+void DoubleHadamardRotation::inverse(std::int64_t n, const float* in, float* out) const {
+  second_.inverse(n, in, out);
+  first_.inverse(n, out, out);
+}
+
 HaarRotation::HaarRotation(int dim, std::uint64_t seed) : Rotation(dim) {
   if (dim < 1 || dim > kMaxHaarDim) {
     fail("rot=haar: dimension must be between 1 and {}, got {}", kMaxHaarDim, dim);
@@ -461,6 +476,12 @@ std::unique_ptr<Rotation> Rotation::make(RotationKind kind, int dim, std::uint64
              "use rot=haar for other sizes", kMaxHadamardDim, dim);
       }
       return std::make_unique<HadamardRotation>(std::countr_zero(static_cast<unsigned>(dim)), seed);
+    case RotationKind::hadamard2:
+      if (!hadamard_supports(dim)) {
+        fail("rot=hadamard2: dimension must be a power of two (1, 2, 4, ..., {}), got {}; "
+             "use rot=haar for other sizes", kMaxHadamardDim, dim);
+      }
+      return std::make_unique<DoubleHadamardRotation>(std::countr_zero(static_cast<unsigned>(dim)), seed);
     case RotationKind::haar:
       return std::make_unique<HaarRotation>(dim, seed);
     case RotationKind::none:

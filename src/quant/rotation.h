@@ -8,6 +8,12 @@
 //   hadamard: Π = H diag(s) / sqrt(B), s in {+1,-1}^B random, H the Sylvester
 //             Hadamard matrix (H_ij = (-1)^popcount(i & j)); O(B log B);
 //             B must be a power of two.
+//   hadamard2: two such rounds with independent signs,
+//             Π = H diag(s2) H diag(s1) / B; O(B log B), twice hadamard's work.
+//             One round maps a one-hot vector to ±1/sqrt(B) in every
+//             coordinate, far from the Haar marginal the codebooks assume;
+//             the second round makes it a sum of B random signs per
+//             coordinate, close to Gaussian (docs/ROTATIONS.md measures it).
 //   haar:     a dense Haar-random orthogonal matrix; any B; O(B^2) per vector.
 //   none:     the identity (a baseline).
 #pragma once
@@ -20,9 +26,13 @@
 
 namespace tqlab {
 
-enum class RotationKind { hadamard, haar, none };
+enum class RotationKind { hadamard, haar, none, hadamard2 };
 
-/// "hadamard", "haar", "none" (the spelling of the spec option rot=...).
+/// Every kind, in the order `tqlab list` and the rot= choices name them.
+inline constexpr RotationKind kRotationKinds[] = {RotationKind::hadamard, RotationKind::hadamard2,
+                                                  RotationKind::haar, RotationKind::none};
+
+/// "hadamard", "hadamard2", "haar", "none" (the spelling of the spec option rot=...).
 std::string_view rotation_kind_name(RotationKind kind);
 
 /// Inverse of rotation_kind_name; nullopt for any other string.
@@ -37,12 +47,18 @@ inline constexpr int kMaxHaarDim = 4096;
 /// up to kMaxHadamardDim (what rot=hadamard and the default rotation need).
 bool hadamard_supports(int dim);
 
+/// True for the kinds built from Walsh–Hadamard transforms, which need
+/// hadamard_supports(dim).
+constexpr bool is_hadamard_kind(RotationKind kind) {
+  return kind == RotationKind::hadamard || kind == RotationKind::hadamard2;
+}
+
 class Rotation {
  public:
   /// Builds the rotation of `dim` coordinates whose random parts come from
   /// Rng(seed) (pass a seed from derive_seed). Throws InputError when dim < 1,
-  /// when dim exceeds the kind's limit, or when kind == hadamard and dim is not
-  /// a power of two (the message lists the allowed sizes).
+  /// when dim exceeds the kind's limit, or when a Hadamard kind gets a dim
+  /// that is not a power of two (the message lists the allowed sizes).
   static std::unique_ptr<Rotation> make(RotationKind kind, int dim, std::uint64_t seed);
 
   virtual ~Rotation();
@@ -88,6 +104,27 @@ class HadamardRotation final : public Rotation {
  private:
   int log_dim_;
   std::vector<float> signs_;
+};
+
+/// Π = H diag(s2) H diag(s1) / B: two HadamardRotation rounds with
+/// independent signs. forward = round 1 then round 2; inverse = the inverse
+/// of round 2, then of round 1.
+class DoubleHadamardRotation final : public Rotation {
+ public:
+  /// B = 2^log_dim, 0 <= log_dim <= 16. Round r (1, 2) takes its signs as
+  /// HadamardRotation(log_dim, derive_seed({seed, r})) does: each round from
+  /// its own stream of the seed.
+  DoubleHadamardRotation(int log_dim, std::uint64_t seed);
+
+  RotationKind kind() const override { return RotationKind::hadamard2; }
+  void forward(std::int64_t n, const float* in, float* out) const override;
+  void inverse(std::int64_t n, const float* in, float* out) const override;
+
+  const HadamardRotation& first() const { return first_; }
+  const HadamardRotation& second() const { return second_; }
+
+ private:
+  HadamardRotation first_, second_;
 };
 
 /// A Haar-random orthogonal matrix (Mezzadri, "How to generate random matrices

@@ -77,7 +77,7 @@ std::optional<std::string> SpecOptionReader::choice(std::string_view key, const 
   if (option == nullptr) return std::nullopt;
   if (std::find(allowed.begin(), allowed.end(), option->value) == allowed.end()) {
     fail("quantizer spec '{}': {}={} is not allowed, expected one of {}", spec_.text, key, option->value,
-         fmt::join(allowed, "|"));
+         choice_list(allowed));
   }
   return option->value;
 }
@@ -90,15 +90,28 @@ std::optional<std::string> SpecOptionReader::text(std::string_view key) {
 
 bool SpecOptionReader::flag(std::string_view key) { return take(key, true) != nullptr; }
 
-void SpecOptionReader::finish(const std::vector<std::string>& known) const {
+void SpecOptionReader::finish(const std::vector<OptionDoc>& known) const {
   for (std::size_t i = 0; i < spec_.options.size(); ++i) {
-    if (used_[i]) continue;
+    if (used_[i]) {
+      // The method read an option its table does not document: the two lists disagree.
+      const bool documented = std::any_of(known.begin(), known.end(),
+                                          [&](const OptionDoc& option) { return option.name == spec_.options[i].key; });
+      if (!documented) {
+        throw InternalError(fmt::format("method '{}' reads option '{}', which its option table lacks", spec_.method,
+                                        spec_.options[i].key));
+      }
+      continue;
+    }
     if (known.empty()) {
       fail("quantizer spec '{}': method '{}' takes no options", spec_.text, spec_.method);
     }
+    std::vector<std::string_view> names;
+    for (const OptionDoc& option : known) names.push_back(option.name);
     fail("quantizer spec '{}': unknown option '{}' for '{}' (known: {})", spec_.text, spec_.options[i].key,
-         spec_.method, fmt::join(known, ", "));
+         spec_.method, fmt::join(names, ", "));
   }
 }
+
+std::string choice_list(const std::vector<std::string>& words) { return fmt::format("{}", fmt::join(words, "|")); }
 
 }  // namespace tqlab

@@ -15,8 +15,7 @@
 //   other: the 8b-bit little-endian word of eight codes, code k at bit k*b.
 //
 // Why the AVX2 and portable forms return the same bits (and the same as the
-// references, except that quantize_to_codes_reference may pick the other
-// neighbour of a value within rounding of a boundary):
+// references):
 // - norms: the square of a float is exact in double (48 significant bits), so
 //   a SIMD lane that holds one row and adds its squares in index order rounds
 //   exactly as vector_norm does (an FMA, should the compiler contract the
@@ -133,17 +132,14 @@ void quantize_to_codes_portable(int n, const float* y, const Codebook& codebook,
 }
 
 void quantize_to_codes_reference(int n, const float* y, const Codebook& codebook, std::uint8_t* codes) {
+  // The definition itself: count the float boundaries strictly below y. (A
+  // nearest-centroid scan would be the same rule away from the boundaries but
+  // could pick the other neighbour within rounding of one, since boundaries_f
+  // are the double midpoints rounded to float.)
   for (int i = 0; i < n; ++i) {
-    int best = 0;
-    double best_distance = INFINITY;
-    for (int level = 0; level < static_cast<int>(codebook.centroids.size()); ++level) {
-      const double distance = std::fabs(static_cast<double>(y[i]) - codebook.centroids_f[static_cast<std::size_t>(level)]);
-      if (distance < best_distance) {
-        best = level;
-        best_distance = distance;
-      }
-    }
-    codes[i] = static_cast<std::uint8_t>(best);
+    int below = 0;
+    for (const float boundary : codebook.boundaries_f) below += boundary < y[i] ? 1 : 0;
+    codes[i] = static_cast<std::uint8_t>(below);
   }
 }
 

@@ -41,8 +41,8 @@ void quantize_to_codes(int n, const float* y, const Codebook& codebook, std::uin
 /// branchless binary search above.
 void quantize_to_codes_portable(int n, const float* y, const Codebook& codebook, std::uint8_t* codes);
 
-/// Reference for quantize_to_codes: the level of least |y - c| by a full scan
-/// (ties to the lower level).
+/// Reference for quantize_to_codes: the definition, a full count of the
+/// boundaries strictly below each y (a value on a boundary takes the lower level).
 void quantize_to_codes_reference(int n, const float* y, const Codebook& codebook, std::uint8_t* codes);
 
 /// Quantizes `count` values and writes their codes (codebook.bits bits each)

@@ -10,8 +10,9 @@
 namespace tqlab {
 namespace {
 
-const std::vector<std::string> kKnownOptions = {"b", "block", "rot", "cb", "nc", "debias", "qjl",
-                                               "qjl_m", "norm", "center", "outliers"};
+constexpr int kMinBits = 1, kMaxBits = 8;
+constexpr int kMinBlock = 2, kMaxBlock = 4096;
+constexpr int kMaxQjlProjections = 65536;
 
 // "K@B2" -> (K, B2).
 std::pair<int, int> parse_outliers(const std::string& spec, const std::string& value) {
@@ -38,30 +39,22 @@ std::pair<int, int> parse_outliers(const std::string& spec, const std::string& v
 TqOptions TqOptions::parse(SpecOptionReader& reader) {
   const std::string& spec = reader.spec().text;
   TqOptions options;
-  const auto bits = reader.integer("b", 1, 8);
+  const auto bits = reader.integer("b", kMinBits, kMaxBits);
   if (!bits) fail("quantizer spec '{}': missing required option b (bits per value, 1..8), e.g. tq:b=4", spec);
   options.bits = *bits;
-  options.block = reader.integer("block", 2, 4096).value_or(0);
-  if (const auto rot = reader.choice("rot", {"hadamard", "haar", "none"})) options.rotation = parse_rotation_kind(*rot);
-  if (const auto cb = reader.choice("cb", {"beta", "gauss", "uniform"})) {
-    options.codebook = *parse_codebook_distribution(*cb);
-  }
+  options.block = reader.integer("block", kMinBlock, kMaxBlock).value_or(0);
+  options.rotation = reader.choice("rot", kRotationKinds, rotation_kind_name);
+  options.codebook = reader.choice("cb", kCodebookDistributions, codebook_distribution_name).value_or(options.codebook);
   options.norm_correction = reader.flag("nc");
   options.debias = reader.flag("debias");
-  if (const auto qjl = reader.choice("qjl", {"prod", "extra"})) {
-    options.qjl = *qjl == "prod" ? QjlMode::prod : QjlMode::extra;
-  }
-  options.qjl_projections = reader.integer("qjl_m", 1, 65536).value_or(0);
-  if (const auto norm = reader.choice("norm", {"fp16", "bf16", "fp32"})) {
-    options.norm = *norm == "fp16" ? NormType::fp16 : *norm == "bf16" ? NormType::bf16 : NormType::fp32;
-  }
-  if (const auto center = reader.choice("center", {"block", "channel"})) {
-    options.center = *center == "block" ? CenterMode::block : CenterMode::channel;
-  }
+  options.qjl = reader.choice("qjl", kQjlChoices, qjl_mode_name).value_or(QjlMode::none);
+  options.qjl_projections = reader.integer("qjl_m", 1, kMaxQjlProjections).value_or(0);
+  options.norm = reader.choice("norm", kNormTypes, norm_type_name).value_or(NormType::fp16);
+  options.center = reader.choice("center", kCenterChoices, center_mode_name).value_or(CenterMode::none);
   if (const auto outliers = reader.text("outliers")) {
     std::tie(options.outlier_channels, options.outlier_bits) = parse_outliers(spec, *outliers);
   }
-  reader.finish(kKnownOptions);
+  reader.finish(tq_option_docs());
 
   if (options.norm_correction && options.debias) {
     fail("quantizer spec '{}': nc and debias both rescale the decoded vector; choose one", spec);
@@ -87,12 +80,30 @@ std::string TqOptions::spec() const {
   if (codebook != CodebookDistribution::beta) out += fmt::format(",cb={}", codebook_distribution_name(codebook));
   if (norm_correction) out += ",nc";
   if (debias) out += ",debias";
-  if (qjl != QjlMode::none) out += qjl == QjlMode::prod ? ",qjl=prod" : ",qjl=extra";
+  if (qjl != QjlMode::none) out += fmt::format(",qjl={}", qjl_mode_name(qjl));
   if (qjl_projections != 0) out += fmt::format(",qjl_m={}", qjl_projections);
   if (norm != NormType::fp16) out += fmt::format(",norm={}", norm_type_name(norm));
-  if (center != CenterMode::none) out += center == CenterMode::block ? ",center=block" : ",center=channel";
+  if (center != CenterMode::none) out += fmt::format(",center={}", center_mode_name(center));
   if (outlier_channels > 0) out += fmt::format(",outliers={}@{}", outlier_channels, outlier_bits);
   return out;
+}
+
+std::string_view qjl_mode_name(QjlMode mode) {
+  switch (mode) {
+    case QjlMode::none: return "none";
+    case QjlMode::prod: return "prod";
+    case QjlMode::extra: return "extra";
+  }
+  return "?";
+}
+
+std::string_view center_mode_name(CenterMode mode) {
+  switch (mode) {
+    case CenterMode::none: return "none";
+    case CenterMode::block: return "block";
+    case CenterMode::channel: return "channel";
+  }
+  return "?";
 }
 
 std::string_view norm_type_name(NormType type) {
@@ -102,6 +113,29 @@ std::string_view norm_type_name(NormType type) {
     case NormType::fp32: return "fp32";
   }
   return "?";
+}
+
+const std::vector<OptionDoc>& tq_option_docs() {
+  static const std::vector<OptionDoc> docs = {
+      {"b", fmt::format("{}..{}", kMinBits, kMaxBits), "bits per value of the codes (required)"},
+      {"block", fmt::format("{}..{}", kMinBlock, kMaxBlock), "block size B sharing one norm and rotation (default: the head dim)"},
+      {"rot", choice_list(choice_words(kRotationKinds, rotation_kind_name)),
+       "rotation (default: hadamard when B is a power of two, else haar; hadamard2: two rounds, closer to "
+       "Haar on structured inputs at twice hadamard's cost, docs/ROTATIONS.md)"},
+      {"cb", choice_list(choice_words(kCodebookDistributions, codebook_distribution_name)),
+       "codebook: exact Beta marginal, its Gaussian limit, or uniform levels (default beta)"},
+      {"nc", "", "norm correction: rescale the decoded direction to unit length"},
+      {"debias", "", "divide the decoded direction by alpha = E<Q(u),u>: unbiased inner products under rot=haar only "
+       "(other rotations are biased on structured inputs and warn; docs/ROTATIONS.md)"},
+      {"qjl", choice_list(choice_words(kQjlChoices, qjl_mode_name)),
+       "1-bit QJL residual sketch: prod spends 1 of the b bits, extra adds it"},
+      {"qjl_m", fmt::format("1..{}", kMaxQjlProjections), "QJL projections per block (default B)"},
+      {"norm", choice_list(choice_words(kNormTypes, norm_type_name)), "stored type of norms (default fp16)"},
+      {"center", choice_list(choice_words(kCenterChoices, center_mode_name)),
+       "subtract each block's mean (fp16 per block) or each channel's mean (fp16 per head)"},
+      {"outliers", "K@B2", "the K channels of largest RMS per head form a second group quantized with B2 bits"},
+  };
+  return docs;
 }
 
 DType norm_dtype(NormType type) {

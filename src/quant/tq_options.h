@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "quant/codebook.h"
@@ -15,6 +16,11 @@ namespace tqlab {
 enum class QjlMode { none, prod, extra };
 enum class NormType { fp16, bf16, fp32 };
 enum class CenterMode { none, block, channel };
+
+/// The values each choice option names (none is the option's absence).
+inline constexpr QjlMode kQjlChoices[] = {QjlMode::prod, QjlMode::extra};
+inline constexpr NormType kNormTypes[] = {NormType::fp16, NormType::bf16, NormType::fp32};
+inline constexpr CenterMode kCenterChoices[] = {CenterMode::block, CenterMode::channel};
 
 struct TqOptions {
   int bits = 0;                          ///< b = 1..8, bits per value of the codes (+1 QJL bit with qjl=extra)
@@ -38,7 +44,13 @@ struct TqOptions {
 
 };
 
+/// The words of the spec options: "prod", "extra" ("none" for none); "fp16", ...; "block", "channel".
+std::string_view qjl_mode_name(QjlMode mode);
 std::string_view norm_type_name(NormType type);
+std::string_view center_mode_name(CenterMode mode);
+
+/// Every tq option, as `tqlab list` documents it and parse() accepts it.
+const std::vector<OptionDoc>& tq_option_docs();
 /// The element type a norm is stored in.
 DType norm_dtype(NormType type);
 

@@ -5,15 +5,19 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "core/bit_pack.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/rng.h"
 #include "quant/qjl.h"
+#include "quant/quantizer_support.h"
 #include "quant/tq_kernels.h"
 
 namespace tqlab {
@@ -143,7 +147,7 @@ struct EncodeInput {
 class GroupCodec {
  public:
   GroupCodec(const TqOptions& options, const GroupPlan& group, const QuantContext& context)
-      : options_(options), group_(group) {
+      : options_(options), group_(group), context_(context) {
     for (int block = 0; block < group.blocks; ++block) {
       const auto seed_of = [&](SeedStream stream) {
         return derive_seed({context.seed, static_cast<std::uint64_t>(context.role),
@@ -254,7 +258,13 @@ class GroupCodec {
       const float inverse = norm > 0 ? 1.0f / norm : 0.0f;
       const float* in = block_rows + row * stride;
       float* u = rows + row * B;
-      for (int i = 0; i < B; ++i) u[i] = in[i] * inverse;
+      if (std::isfinite(inverse)) {
+        for (int i = 0; i < B; ++i) u[i] = in[i] * inverse;
+      } else {
+        // A subnormal norm (below 2^-128) has no float reciprocal: x * Inf
+        // would be Inf or NaN. |x_i| <= ||x||, so x_i / ||x|| is finite.
+        for (int i = 0; i < B; ++i) u[i] = in[i] / norm;
+      }
     }
     rotations_[static_cast<std::size_t>(block)]->forward(n, rows, rows);
   }
@@ -273,6 +283,7 @@ class GroupCodec {
         unpack_codes(static_cast<std::size_t>(group_.projections), bytes + sections.signs,
                      at * static_cast<std::uint64_t>(group_.projections), 1, signs_.data());
         const float residual_norm = load_norm(bytes + sections.residual_norms + norm_bytes * at, options_.norm);
+        require_stored_norm(residual_norm, "residual norm", first + row, block);
         sketches_[static_cast<std::size_t>(block)]->add_estimate(signs_.data(), residual_norm, rows + row * B);
       }
     }
@@ -280,7 +291,11 @@ class GroupCodec {
       float* scales = row_scales_.data();
       if (options_.norm_correction) {
         row_norms(n, B, B, rows, scales);
-        for (std::int64_t row = 0; row < n; ++row) scales[row] = scales[row] > 0 ? 1.0f / scales[row] : 0.0f;
+        for (std::int64_t row = 0; row < n; ++row) {
+          // A direction too short for a float reciprocal is zero to within rounding.
+          const float inverse = scales[row] > 0 ? 1.0f / scales[row] : 0.0f;
+          scales[row] = std::isfinite(inverse) ? inverse : 0.0f;
+        }
       } else {
         std::fill(scales, scales + n, static_cast<float>(1.0 / alpha_));
       }
@@ -295,13 +310,21 @@ class GroupCodec {
     for (std::int64_t row = 0; row < n; ++row) {
       const std::size_t at = slot(first + row, block);
       const float norm = load_norm(bytes + sections.norms + norm_bytes * at, options_.norm);
-      const float* direction = rows + row * B;
+      require_stored_norm(norm, "norm", first + row, block);
+      float* direction = rows + row * B;
+      for (int i = 0; i < B; ++i) direction[i] *= norm;
+      // Stored norms are finite, but a norm near the type's largest value
+      // times a direction longer than 1 (debias, QJL) can still overflow.
+      if (first_non_finite(B, direction) >= 0) {
+        fail_corrupt(options_.spec(), context_,
+                     fmt::format("token {}, block {} (stored norm {}) decodes beyond float range", first + row, block,
+                                 norm));
+      }
       float* target = out + (first + row) * dim;
       if (contiguous) {
-        float* run = target + channels[0];
-        for (int i = 0; i < B; ++i) run[i] = direction[i] * norm;
+        std::copy_n(direction, B, target + channels[0]);
       } else {
-        for (int i = 0; i < B; ++i) target[channels[i]] = direction[i] * norm;
+        for (int i = 0; i < B; ++i) target[channels[i]] = direction[i];
       }
       if (options_.center == CenterMode::block) {
         // A second pass, not direction * norm + mean in one expression: that
@@ -309,9 +332,20 @@ class GroupCodec {
         std::uint16_t mean_bits;
         std::memcpy(&mean_bits, bytes + sections.means + 2 * at, 2);
         const float mean = half_to_float(mean_bits);
+        if (!std::isfinite(mean)) {
+          fail_corrupt(options_.spec(), context_,
+                       fmt::format("token {}, block {} stores block mean {}", first + row, block, mean));
+        }
         for (int i = 0; i < B; ++i) target[channels[i]] += mean;
       }
     }
+  }
+
+  // Encode never stores a negative or non-finite norm; such bytes would
+  // decode to NaN or Inf.
+  void require_stored_norm(float value, const char* what, std::int64_t token, int block) const {
+    if (value >= 0.0f && std::isfinite(value)) return;
+    fail_corrupt(options_.spec(), context_, fmt::format("token {}, block {} stores {} {}", token, block, what, value));
   }
 
   // Index of (token, block) in the group's per-block sections.
@@ -382,6 +416,7 @@ class GroupCodec {
 
   const TqOptions& options_;
   const GroupPlan& group_;
+  const QuantContext& context_;
   std::vector<std::unique_ptr<Rotation>> rotations_;
   std::vector<std::unique_ptr<QjlSketch>> sketches_;
   const Codebook* codebook_ = nullptr;
@@ -392,6 +427,36 @@ class GroupCodec {
   std::vector<std::uint8_t> codes_, signs_;
   std::vector<float> residual_;
 };
+
+// debias divides by alpha = E<Q(u), u>, which is exact for a Haar-rotated u
+// only: with one Hadamard round a one-hot key's debiased <x~, x> is 1.70 at
+// d = 128, b = 2, and outlier-heavy synthetic keys are ~1-2% off; two rounds
+// bring synthetic and real keys within their noise but one-hot keys stay a
+// few % off (docs/ROTATIONS.md). So any rotation but Haar draws a warning,
+// once per resolved spec in a process (a sweep calls check_dim per tensor).
+void warn_if_debias_is_biased(const TqOptions& options, const std::string& resolved_spec,
+                              const std::vector<int>& blocks) {
+  if (!options.debias) return;
+  std::string rotations;
+  for (int block : blocks) {
+    const RotationKind kind = rotation_for(options, block);
+    if (kind != RotationKind::haar && rotations.find(rotation_kind_name(kind)) == std::string::npos) {
+      rotations += std::string(rotations.empty() ? "" : ", ") + "rot=" + std::string(rotation_kind_name(kind));
+    }
+  }
+  if (rotations.empty()) return;
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!warned.insert(resolved_spec).second) return;
+  }
+  log::warn("quantizer spec '{}': debias divides by alpha = E<Q(u),u>, exact only under rot=haar; with {} inner "
+            "products are biased on structured inputs (one-hot keys at d=128, b=2: <x~,x> = 1.70 with one Hadamard "
+            "round, 0.99 with two; outlier-heavy keys: +1-2% with one round). Use rot=haar for unbiased inner "
+            "products (docs/ROTATIONS.md)",
+            resolved_spec, rotations);
+}
 
 // The K channels of largest RMS over the tensor (ties: lower channel), ascending.
 std::vector<int> choose_outlier_channels(std::int64_t tokens, int dim, const float* x, int count) {
@@ -431,34 +496,47 @@ std::string TqQuantizer::spec_for_dim(int dim) const {
 }
 
 void TqQuantizer::check_dim(int dim) const {
+  // Everything encode() needs of the shape, checked here (so that sweeps and
+  // roundtrip can refuse a spec before any work, with a message about what the
+  // user wrote): the head dim, how it splits into groups and blocks, and for
+  // each block a codebook and a rotation of that size.
   const std::string spec = options_.spec();
+  if (dim < 2) fail("quantizer spec '{}': head dim {} is too small (tq needs at least 2)", spec, dim);
+  std::vector<int> blocks;  // the block size of each group
+  std::string split;        // how the head dim was cut, for messages
   if (options_.outlier_channels > 0) {
     if (options_.outlier_channels > dim - 2 || options_.outlier_channels < 2) {
       fail("quantizer spec '{}': outliers={}@{} needs 2 <= K <= head dim - 2 = {} (each group holds at least 2 "
            "channels)",
            spec, options_.outlier_channels, options_.outlier_bits, dim - 2);
     }
-    for (int size : {dim - options_.outlier_channels, options_.outlier_channels}) {
-      if (options_.rotation == RotationKind::hadamard && !hadamard_supports(size)) {
-        fail("quantizer spec '{}': rot=hadamard needs power-of-two groups, but outliers split head dim {} into {} and "
-             "{}; drop rot= to use Haar where needed",
-             spec, dim, dim - options_.outlier_channels, options_.outlier_channels);
-      }
+    blocks = {dim - options_.outlier_channels, options_.outlier_channels};
+    split = fmt::format("outliers split head dim {} into groups of {} and {}", dim, blocks[0], blocks[1]);
+  } else {
+    const int block = options_.block != 0 ? options_.block : dim;
+    if (dim % block != 0) {
+      fail("quantizer spec '{}': block={} does not divide the head dim {}; blocks that do: {}", spec, block, dim,
+           dividing_blocks(dim));
     }
-    return;
+    blocks = {block};
+    split = fmt::format("the block is {}", block);
   }
-  const int block = options_.block != 0 ? options_.block : dim;
-  if (dim < 2) fail("quantizer spec '{}': head dim {} is too small (tq needs at least 2)", spec, dim);
-  if (dim % block != 0) {
-    fail("quantizer spec '{}': block={} does not divide the head dim {}; blocks that do: {}", spec, block, dim,
-         dividing_blocks(dim));
+  for (int block : blocks) {
+    if (block > kCodebookMaxDim) {
+      fail("quantizer spec '{}': {}, beyond the largest block a codebook is built for ({}){}", spec, split,
+           kCodebookMaxDim, options_.outlier_channels > 0 ? "" : "; use block= with a divisor of the head dim");
+    }
+    if (options_.rotation && is_hadamard_kind(*options_.rotation) && !hadamard_supports(block)) {
+      if (options_.outlier_channels > 0) {
+        fail("quantizer spec '{}': rot={} needs power-of-two groups, but {}; drop rot= to use Haar where needed",
+             spec, rotation_kind_name(*options_.rotation), split);
+      }
+      fail("quantizer spec '{}': rot={} needs a power-of-two block, and the block is {}; use rot=haar or a "
+           "block of {}",
+           spec, rotation_kind_name(*options_.rotation), block, dividing_blocks(dim));
+    }
   }
-  if (options_.rotation == RotationKind::hadamard && !hadamard_supports(block)) {
-    fail("quantizer spec '{}': rot=hadamard needs a power-of-two block, and the block is {}; use rot=haar or a "
-         "block of {}",
-         spec, block, dividing_blocks(dim));
-  }
-  if (block > kCodebookMaxDim) fail("quantizer spec '{}': block {} exceeds {}", spec, block, kCodebookMaxDim);
+  if (options_.debias) warn_if_debias_is_biased(options_, spec_for_dim(dim), blocks);
 }
 
 EncodedTensor TqQuantizer::encode(std::int64_t tokens, int dim, const float* x, const QuantContext& context) const {
@@ -523,6 +601,8 @@ EncodedTensor TqQuantizer::encode(std::int64_t tokens, int dim, const float* x, 
 void TqQuantizer::decode(const EncodedTensor& encoded, const QuantContext& context, float* out) const {
   const std::int64_t tokens = encoded.tokens;
   const int dim = encoded.dim;
+  if (tokens < 0) fail("tq decode of '{}': negative token count {}", spec(), tokens);
+  check_dim(dim);
   const std::uint8_t* bytes = encoded.bytes.data();
   std::vector<int> outliers;
   if (options_.outlier_channels > 0) {
@@ -534,6 +614,13 @@ void TqQuantizer::decode(const EncodedTensor& encoded, const QuantContext& conte
     for (int i = 0; i < options_.outlier_channels; ++i) {
       std::uint16_t channel;
       std::memcpy(&channel, bytes + at + 2 * static_cast<std::size_t>(i), 2);
+      // Decode writes out[token * dim + channel]: an index past the head dim
+      // would write past the buffer, a repeated one leave a channel unwritten.
+      if (channel >= dim || (!outliers.empty() && channel <= outliers.back())) {
+        fail_corrupt(spec(), context,
+                     fmt::format("outlier channel #{} is {}, expected {}..{}, strictly ascending", i, channel,
+                                 outliers.empty() ? 0 : outliers.back() + 1, dim - 1));
+      }
       outliers.push_back(channel);
     }
   }
@@ -554,6 +641,7 @@ void TqQuantizer::decode(const EncodedTensor& encoded, const QuantContext& conte
       std::uint16_t mean_bits;
       std::memcpy(&mean_bits, bytes + plan.channel_means + 2 * static_cast<std::size_t>(c), 2);
       const float mean = half_to_float(mean_bits);
+      if (!std::isfinite(mean)) fail_corrupt(spec(), context, fmt::format("channel {} stores mean {}", c, mean));
       for (std::int64_t t = 0; t < tokens; ++t) out[t * dim + c] += mean;
     }
   }
@@ -563,19 +651,7 @@ std::vector<MethodInfo> turbo_methods() {
   MethodInfo info;
   info.name = "tq";
   info.summary = "TurboQuant/PolarQuant: norm + random rotation + Lloyd-Max codes per block (+ optional 1-bit QJL)";
-  info.options = {
-      {"b", "1..8", "bits per value of the codes (required)"},
-      {"block", "2..4096", "block size B sharing one norm and rotation (default: the head dim)"},
-      {"rot", "hadamard|haar|none", "rotation (default: hadamard when B is a power of two, else haar)"},
-      {"cb", "beta|gauss|uniform", "codebook: exact Beta marginal, its Gaussian limit, or uniform levels (default beta)"},
-      {"nc", "", "norm correction: rescale the decoded direction to unit length"},
-      {"debias", "", "divide the decoded direction by alpha = E<Q(u),u> (unbiased inner products)"},
-      {"qjl", "prod|extra", "1-bit QJL residual sketch: prod spends 1 of the b bits, extra adds it"},
-      {"qjl_m", "1..65536", "QJL projections per block (default B)"},
-      {"norm", "fp16|bf16|fp32", "stored type of norms (default fp16)"},
-      {"center", "block|channel", "subtract each block's mean (fp16 per block) or each channel's mean (fp16 per head)"},
-      {"outliers", "K@B2", "the K channels of largest RMS per head form a second group quantized with B2 bits"},
-  };
+  info.options = tq_option_docs();
   info.bits_formula =
       "c + q*(m + n)/B + n/B + (center=block ? 16/B : 0) + (center=channel ? 16/T : 0), with c the code bits "
       "(b, or b-1 with qjl=prod), q = 1 with qjl, m projections (default B), n = 16 (fp16/bf16) or 32 (fp32) "
@@ -583,7 +659,8 @@ std::vector<MethodInfo> turbo_methods() {
   info.example_specs = {"tq:b=4",          "tq:b=3,block=32", "tq:b=2,rot=haar",   "tq:b=3,cb=gauss",
                         "tq:b=3,cb=uniform", "tq:b=3,nc",      "tq:b=2,debias",     "tq:b=3,qjl=prod",
                         "tq:b=1,qjl=prod", "tq:b=2,qjl=extra,qjl_m=64", "tq:b=4,norm=fp32", "tq:b=3,center=block",
-                        "tq:b=3,center=channel", "tq:b=2,outliers=8@3", "tq:b=3,rot=none"};
+                        "tq:b=3,center=channel", "tq:b=2,outliers=8@3", "tq:b=3,rot=none",
+                        "tq:b=2,rot=hadamard2"};
   info.make = [](SpecOptionReader& reader) -> std::unique_ptr<Quantizer> {
     return std::make_unique<TqQuantizer>(TqOptions::parse(reader));
   };

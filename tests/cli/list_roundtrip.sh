@@ -34,7 +34,7 @@ PY
 
 expect_exit 0 "list" -- "$TQLAB" list
 expect_contains out.txt tq kivi q4_0 q4_1 q8_0 fp8_e4m3 fp8_e5m2 fp16 bf16 fp32 \
-  "b=1..8" "block=2..4096" "rot=hadamard|haar|none" "qjl=prod|extra" "outliers=K@B2" "group=" "bits/value: b + "
+  "b=1..8" "block=2..4096" "rot=hadamard|hadamard2|haar|none" "qjl=prod|extra" "outliers=K@B2" "group=" "bits/value: b + "
 [ "$(grep -c 'bits/value:' out.txt)" -ge 10 ] || fail "list shows fewer than 10 bits-per-value formulas"
 
 expect_exit 0 "list --json" -- "$TQLAB" list --json

@@ -6,7 +6,7 @@ if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import json' 2>/dev/null; the
 
 small=(--dims 16,128 --bits 1,4 --samples 2000 --rotation-samples 200)
 expect_exit 0 "small run" -- "$TQLAB" verify-bounds "${small[@]}" --json bounds.json
-expect_contains out.txt "Theorem 1" "Theorem 2" "biased" "debiased" "prod" "0 failed" "ERRATUM" \
+expect_contains out.txt "Theorem 1" "Theorem 2" "biased" "debiased" "prod" "0 failed" "ERRATUM" "Structured inputs" \
   "note: Theorem 2's published constant 0.047 at b = 4 disagrees"
 [ "$(grep -cE '^ +(16|128) +[14] ' out.txt)" -ge 4 ] || fail "the table lacks the 4 (dim, bits) rows"
 expect_contains bounds.json '"schema": "tqlab.bounds/1"' '"all_ok": true'
@@ -23,7 +23,10 @@ for (dim, bits), r in rows.items():
     assert t1["lower_bound"] == 4.0 ** -bits and t1["lower_bound"] <= r["d_mse_theory"] <= t1["upper_bound"]
     lo, hi = r["d_mse_empirical"]["interval"]
     assert lo <= r["d_mse_theory"] <= hi and lo < r["d_mse_empirical"]["mean"] < hi, r["d_mse_empirical"]
-    assert [x["rotation"] for x in r["d_mse_rotations"]] == ["haar", "hadamard"]
+    assert [x["rotation"] for x in r["d_mse_rotations"]] == ["haar", "hadamard", "hadamard2"]
+    # The structured-input check: one-hot inputs per rotation; one Hadamard round has an exact prediction.
+    assert [x["rotation"] for x in r["one_hot"]] == ["haar", "hadamard", "hadamard2"]
+    assert r["one_hot"][1]["d_mse_predicted"] is not None and r["one_hot"][0]["d_mse_predicted"] is None
     assert [c["inner_product"] for c in r["inner_products"]] == [0, 0.5, 0.9]
     for cell in r["inner_products"]:
         for name in ("biased", "debiased", "prod"):
