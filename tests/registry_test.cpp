@@ -425,3 +425,40 @@ TEST(RegistryRoundTripTest, ErrorFallsAsBitsRise) {
 
 }  // namespace
 }  // namespace tqlab
+
+namespace tqlab {
+namespace {
+
+// A method that says its tokens are independent must give, for a row quantized
+// alone, exactly the row the whole tensor's quantization gives (the sweep's
+// planted needle quantizes one row on that promise). At least the plain float
+// formats, the llama.cpp blocks and tq without per-head statistics make it.
+TEST(RegistryRoundTripTest, TokensIndependentMeansARowAloneDecodesTheSame) {
+  const std::vector<float> x = outlier_tensor(11);
+  int independent = 0;
+  for (const std::string& spec : all_example_specs()) {
+    const auto quantizer = make_quantizer(spec);
+    if (!quantizer->encodes_tokens_independently()) continue;
+    ++independent;
+    const QuantContext context = context_for(Role::key);
+    const RoundTrip whole = testing::round_trip(*quantizer, kTokens, kDim, x, context);
+    for (std::int64_t row : {std::int64_t{0}, std::int64_t{17}, kTokens - 1}) {
+      const std::vector<float> alone(x.begin() + row * kDim, x.begin() + (row + 1) * kDim);
+      const RoundTrip one = testing::round_trip(*quantizer, 1, kDim, alone, context);
+      for (int c = 0; c < kDim; ++c) {
+        ASSERT_EQ(one.decoded[static_cast<std::size_t>(c)], whole.decoded[static_cast<std::size_t>(row * kDim + c)])
+            << spec << ", row " << row << ", channel " << c;
+      }
+    }
+  }
+  EXPECT_GE(independent, 10);
+  for (const char* spec : {"fp16", "q4_0", "tq:b=3", "tq:b=3,block=32,qjl=prod"}) {
+    EXPECT_TRUE(make_quantizer(spec)->encodes_tokens_independently()) << spec;
+  }
+  for (const char* spec : {"fp8_e4m3", "kivi:b=2", "tq:b=3,center=channel", "tq:b=2,outliers=8@3"}) {
+    EXPECT_FALSE(make_quantizer(spec)->encodes_tokens_independently()) << spec;
+  }
+}
+
+}  // namespace
+}  // namespace tqlab

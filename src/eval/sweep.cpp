@@ -410,41 +410,63 @@ class SweepRunner {
     const double scale = attention_scale(config, shape.key_dim);
     const int group = shape.q_heads / shape.kv_heads;
     const int dim = shape.key_dim;
+    const KvSlab keys{Role::key, li, seq, head};
     for (ItemRunSeed& run : out.runs) run.needle.clear();
+    std::map<int, std::vector<int>> runs_of_key_slot;
+    for (int rs = 0; rs < run_seeds_; ++rs) runs_of_key_slot[out.key_slot[static_cast<std::size_t>(rs)]].push_back(rs);
     std::vector<float> planted_keys, decoded(data.keys.size());
     for (std::size_t trial = 0; trial < trials_.size(); ++trial) {
       const NeedleTrial& pick = trials_[trial];
       if (pick.layer_index != li || pick.seq != seq || pick.q_head / group != head) continue;
-      // Trials were placed on the full sequence: one that lost tokens is not measured.
+      // Trials were placed on the full sequence: one that lost tokens is not
+      // measured; nor is one whose query is zero (no direction to plant along).
       if (data.compacted) continue;
+      const float* q = data.queries[static_cast<std::size_t>(pick.q_head % group)].data() + static_cast<std::size_t>(pick.query) * dim;
+      if (std::all_of(q, q + dim, [](float value) { return value == 0.0f; })) continue;
       out.trials.push_back(static_cast<int>(trial));
       for (ItemRunSeed& run : out.runs) run.needle.emplace_back(margins_.size());
-      const float* q = data.queries[static_cast<std::size_t>(pick.q_head % group)].data() + static_cast<std::size_t>(pick.query) * dim;
       const ChunkGeometry chunk{pick.query / config.chunk * config.chunk,
                                 std::min(config.chunk, data.tokens - pick.query / config.chunk * config.chunk)};
       const int query_local = pick.query - chunk.start;
       const int key_local = pick.key - chunk.start;
       const int attended = attended_keys(chunk, config.causal, query_local);
       const std::vector<double> exact_logits = needle_logits(dim, attended, chunk, q, data.keys.data(), scale);
+      // Quantizers whose tokens are independent: the other keys are the item's
+      // quantization (k + delta), and only the planted key is quantized again.
+      std::map<int, std::vector<double>> unplanted_logits;
+      for (const auto& [key_slot, run_seeds] : runs_of_key_slot) {
+        const QuantizationSlot& slot = out.slots[static_cast<std::size_t>(key_slot)];
+        if (!plan_.quantizers[static_cast<std::size_t>(slot.quantizer)]->encodes_tokens_independently()) continue;
+        std::vector<double>& logits = unplanted_logits[key_slot];
+        for (int i = 0; i < attended; ++i) {
+          const std::size_t row = static_cast<std::size_t>(chunk.start + i) * dim;
+          double sum = 0;
+          for (int c = 0; c < dim; ++c) sum += static_cast<double>(q[c]) * (data.keys[row + c] + slot.delta[row + c]);
+          logits.push_back(scale * sum);
+        }
+      }
       for (std::size_t m = 0; m < margins_.size(); ++m) {
         const PlantedNeedle planted = plant_needle(dim, exact_logits, key_local, q,
                                                    data.keys.data() + static_cast<std::size_t>(pick.key) * dim, scale, margins_[m]);
         std::vector<double> planted_logits = exact_logits;
-        double planted_logit = 0;
-        for (int c = 0; c < dim; ++c) planted_logit += static_cast<double>(q[c]) * planted.key[static_cast<std::size_t>(c)];
-        planted_logit *= scale;
+        const double planted_logit = needle_logits(dim, 1, ChunkGeometry{0, 1}, q, planted.key.data(), scale)[0];
         planted_logits[static_cast<std::size_t>(key_local)] = planted_logit;
-        planted_keys = data.keys;
-        std::copy(planted.key.begin(), planted.key.end(), planted_keys.begin() + static_cast<std::ptrdiff_t>(pick.key) * dim);
-        std::map<int, std::vector<int>> runs_of_key_slot;
-        for (int rs = 0; rs < run_seeds_; ++rs) runs_of_key_slot[out.key_slot[static_cast<std::size_t>(rs)]].push_back(rs);
         for (const auto& [key_slot, run_seeds] : runs_of_key_slot) {
           const QuantizationSlot& slot = out.slots[static_cast<std::size_t>(key_slot)];
-          (void)fake_quantize_tokens(KvSlab{Role::key, li, seq, head}, data.tokens,
-                                     *plan_.quantizers[static_cast<std::size_t>(slot.quantizer)],
-                                     plan_.config.seeds[static_cast<std::size_t>(slot.seed_index)], planted_keys.data(),
-                                     decoded.data());
-          const std::vector<double> quantized_logits = needle_logits(dim, attended, chunk, q, decoded.data(), scale);
+          const Quantizer& quantizer = *plan_.quantizers[static_cast<std::size_t>(slot.quantizer)];
+          const std::uint64_t seed = plan_.config.seeds[static_cast<std::size_t>(slot.seed_index)];
+          std::vector<double> quantized_logits;
+          if (const auto found = unplanted_logits.find(key_slot); found != unplanted_logits.end()) {
+            std::vector<float> row(static_cast<std::size_t>(dim));
+            (void)fake_quantize_tokens(keys, 1, quantizer, seed, planted.key.data(), row.data());
+            quantized_logits = found->second;
+            quantized_logits[static_cast<std::size_t>(key_local)] = needle_logits(dim, 1, ChunkGeometry{0, 1}, q, row.data(), scale)[0];
+          } else {
+            planted_keys = data.keys;
+            std::copy(planted.key.begin(), planted.key.end(), planted_keys.begin() + static_cast<std::ptrdiff_t>(pick.key) * dim);
+            (void)fake_quantize_tokens(keys, data.tokens, quantizer, seed, planted_keys.data(), decoded.data());
+            quantized_logits = needle_logits(dim, attended, chunk, q, decoded.data(), scale);
+          }
           for (int rs : run_seeds) {
             out.runs[static_cast<std::size_t>(rs)].needle.back()[m] =
                 measure_needle(planted_logits, quantized_logits, key_local, planted_logit, planted.exact_weight,

@@ -69,6 +69,8 @@ enum class BlockFormat : std::uint8_t { q8_0, q4_0, q4_1 };
 /// overflow (|d| > 65504) is an InputError naming token and channels.
 class BlockQuantizer final : public Quantizer {
  public:
+  /// Blocks of 32 lie within a token (the head dim is a multiple of 32).
+  bool encodes_tokens_independently() const override { return true; }
   explicit BlockQuantizer(BlockFormat format) : format_(format) {}
 
   std::string spec() const override;

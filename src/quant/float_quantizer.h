@@ -30,6 +30,8 @@ enum class StoredFloat : std::uint8_t { fp32, fp16, bf16 };
 /// not a silent Inf.
 class FloatQuantizer final : public Quantizer {
  public:
+  /// fp16/bf16/fp32 store each value on its own.
+  bool encodes_tokens_independently() const override { return true; }
   explicit FloatQuantizer(StoredFloat type) : type_(type) {}
 
   std::string spec() const override;

@@ -70,6 +70,12 @@ class Quantizer {
   virtual EncodedTensor encode(std::int64_t tokens, int dim, const float* x,
                                const QuantContext& context) const = 0;
 
+  /// True when each token's decoded vector depends only on that token's values
+  /// and the context (no per-tensor side data such as a shared scale or channel
+  /// statistics): quantizing one row alone then gives exactly the row the whole
+  /// tensor's quantization gives (the registry tests hold every method to it).
+  virtual bool encodes_tokens_independently() const { return false; }
+
   /// Unpacks and dequantizes. out: encoded.tokens * encoded.dim floats.
   virtual void decode(const EncodedTensor& encoded, const QuantContext& context, float* out) const = 0;
 };

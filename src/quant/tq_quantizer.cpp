@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "quant/codec_cache.h"
 #include "quant/qjl.h"
 #include "quant/quantizer_support.h"
 #include "quant/tq_kernels.h"
@@ -142,8 +143,9 @@ struct EncodeInput {
   const float* source = nullptr;
 };
 
-// The random objects, codebook and scratch rows of one group, for one (role,
-// layer, head). Built once per encode / decode call; not shared between threads.
+// The random objects (from the codec cache, shared), codebook and scratch rows
+// of one group, for one (role, layer, head). One per encode / decode call; its
+// scratch rows are not shared between threads.
 class GroupCodec {
  public:
   GroupCodec(const TqOptions& options, const GroupPlan& group, const QuantContext& context)
@@ -154,9 +156,9 @@ class GroupCodec {
                             static_cast<std::uint64_t>(context.layer), static_cast<std::uint64_t>(context.kv_head),
                             static_cast<std::uint64_t>(group.index), static_cast<std::uint64_t>(block), stream});
       };
-      rotations_.push_back(Rotation::make(group.rotation, group.block, seed_of(kRotationStream)));
+      rotations_.push_back(cached_rotation(group.rotation, group.block, seed_of(kRotationStream)));
       if (group.projections > 0) {
-        sketches_.push_back(std::make_unique<QjlSketch>(group.block, group.projections, seed_of(kQjlStream)));
+        sketches_.push_back(cached_qjl_sketch(group.block, group.projections, seed_of(kQjlStream)));
       }
     }
     if (group.mse_bits > 0) {
@@ -417,8 +419,8 @@ class GroupCodec {
   const TqOptions& options_;
   const GroupPlan& group_;
   const QuantContext& context_;
-  std::vector<std::unique_ptr<Rotation>> rotations_;
-  std::vector<std::unique_ptr<QjlSketch>> sketches_;
+  std::vector<std::shared_ptr<const Rotation>> rotations_;
+  std::vector<std::shared_ptr<const QjlSketch>> sketches_;
   const Codebook* codebook_ = nullptr;
   double alpha_ = 1.0;
   std::vector<float> rows_;        // kChunkTokens x B: one block's directions being rotated
@@ -493,6 +495,10 @@ std::string TqQuantizer::spec_for_dim(int dim) const {
     resolved.qjl_projections = 0;
   }
   return resolved.spec();
+}
+
+bool TqQuantizer::encodes_tokens_independently() const {
+  return options_.center != CenterMode::channel && options_.outlier_channels == 0;
 }
 
 void TqQuantizer::check_dim(int dim) const {

@@ -44,6 +44,8 @@ class TqQuantizer final : public Quantizer {
   std::string spec() const override { return options_.spec(); }
   std::string spec_for_dim(int dim) const override;
   void check_dim(int dim) const override;
+  /// True unless center=channel or outliers= (per-head channel statistics).
+  bool encodes_tokens_independently() const override;
   EncodedTensor encode(std::int64_t tokens, int dim, const float* x, const QuantContext& context) const override;
   void decode(const EncodedTensor& encoded, const QuantContext& context, float* out) const override;
 
