@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/rng.h"
+#include "eval/attention_compare.h"
 #include "quant/quantizer.h"
 
 namespace tqlab {
@@ -55,11 +56,8 @@ std::vector<float> unit_gaussian(Rng& rng, int dim) {
 }
 
 std::vector<double> softmax(const std::vector<double>& logits) {
-  const double top = *std::max_element(logits.begin(), logits.end());
   std::vector<double> p(logits.size());
-  double sum = 0;
-  for (std::size_t j = 0; j < logits.size(); ++j) sum += p[j] = std::exp(logits[j] - top);
-  for (double& value : p) value /= sum;
+  (void)exact_softmax(static_cast<int>(logits.size()), logits.data(), p.data());
   return p;
 }
 
