@@ -9,7 +9,9 @@
 // AVX2 and FMA: fast everywhere, and the same sgemm bits on every such
 // machine. The only way to choose is the OPENBLAS_CORETYPE environment
 // variable, read at load time, so the process starts itself again with it
-// set. A user's own OPENBLAS_CORETYPE is left alone.
+// set, and OPENBLAS_NUM_THREADS=1 (tqlab's own workers call BLAS, one thread
+// each, so OpenBLAS's pool would only idle beside them). A user's own
+// OPENBLAS_CORETYPE is left alone, and with it the whole environment.
 #pragma once
 
 namespace tqlab::cli {

@@ -70,6 +70,7 @@ void AttentionBlock::set_exact(const ChunkGeometry& chunk, int first, int rows, 
   kept_.resize(cells);
   delta_.resize(static_cast<std::size_t>(keys_));
   p_tilde_.resize(static_cast<std::size_t>(keys_));
+  scratch_.resize(static_cast<std::size_t>(keys_));
 }
 
 void AttentionBlock::set_key_error(const float* dk) {
@@ -78,8 +79,6 @@ void AttentionBlock::set_key_error(const float* dk) {
 
 void AttentionBlock::compare(const ExactTokens& exact, const float* dv, const Consumer& consume) {
   std::vector<QueryAttentionError> errors(static_cast<std::size_t>(rows_));
-  std::fill(change_.begin(), change_.end(), 0.0f);
-  std::fill(kept_.begin(), kept_.end(), 0.0f);
   for (int row = 0; row < rows_; ++row) {
     const int i = first_ + row;
     const int attended = attended_keys(chunk_, causal_, i);
@@ -89,11 +88,14 @@ void AttentionBlock::compare(const ExactTokens& exact, const float* dv, const Co
     for (const auto& [from, to] : ranges) std::fill(delta_.begin() + from, delta_.begin() + to, 0.0);
     errors[static_cast<std::size_t>(row)] =
         compare_query_attention(attended, logits_.data() + at, probabilities_.data() + at,
-                                argmax_[static_cast<std::size_t>(row)], delta_.data(), p_tilde_.data());
+                                argmax_[static_cast<std::size_t>(row)], delta_.data(), p_tilde_.data(), scratch_.data());
     for (int j = 0; j < attended; ++j) {
       change_[at + j] = static_cast<float>(p_tilde_[static_cast<std::size_t>(j)] - probabilities_[at + j]);
       kept_[at + j] = static_cast<float>(p_tilde_[static_cast<std::size_t>(j)]);
     }
+    // Keys past this query's (causal) take no part in the output products.
+    std::fill(change_.begin() + static_cast<std::ptrdiff_t>(at) + attended, change_.begin() + static_cast<std::ptrdiff_t>(at) + keys_, 0.0f);
+    std::fill(kept_.begin() + static_cast<std::ptrdiff_t>(at) + attended, kept_.begin() + static_cast<std::ptrdiff_t>(at) + keys_, 0.0f);
     for (const auto& [from, to] : ranges) std::fill(kept_.begin() + at + from, kept_.begin() + at + to, 0.0f);
   }
   multiply(rows_, value_dim_, keys_, change_.data(), v_, 0.0f, output_error_.data());

@@ -57,7 +57,7 @@ class AttentionBlock {
   std::vector<float> logit_error_;              // rows x keys: q dk^T, unscaled
   std::vector<float> change_, kept_;            // rows x keys: P~ - P, and P~ off the exact tokens
   std::vector<float> output_error_;             // rows x value_dim
-  std::vector<double> delta_, p_tilde_;         // keys: one row's scaled logit errors and P~
+  std::vector<double> delta_, p_tilde_, scratch_;  // keys: one row's scaled logit errors, P~, working space
 };
 
 }  // namespace tqlab

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+
+#include "eval/exp_kernels.h"
 
 namespace tqlab {
 namespace {
@@ -14,6 +17,56 @@ constexpr double kExpm1Range = 0.5;
 // |sum p (e^delta - 1)| up to which log1p is used (beyond it log(sum p e^delta) is as exact).
 constexpr double kLog1pRange = 0.5;
 
+// Sums in four interleaved lanes, added up pairwise at the end: a fixed order
+// (the same bits on every machine and instruction set), and the additions
+// overlap instead of waiting on each other.
+using Lanes = double __attribute__((vector_size(32)));
+
+double add_lanes(Lanes lanes) { return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]); }
+
+double sum_of(int n, const double* x) {
+  Lanes total = {0, 0, 0, 0};
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    Lanes values;
+    std::memcpy(&values, x + i, sizeof values);
+    total += values;
+  }
+  for (; i < n; ++i) total[i % 4] += x[i];
+  return add_lanes(total);
+}
+
+double dot_of(int n, const double* x, const double* y) {
+  Lanes total = {0, 0, 0, 0};
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    Lanes a, b;
+    std::memcpy(&a, x + i, sizeof a);
+    std::memcpy(&b, y + i, sizeof b);
+    total += a * b;
+  }
+  for (; i < n; ++i) total[i % 4] += x[i] * y[i];
+  return add_lanes(total);
+}
+
+// w_j = p_j e^{delta_j} > 0 into weights, and p_j (e^{delta_j} - 1) into
+// growth: expm1 where e^delta - 1 would cancel, exp beyond; both computed and
+// one kept, so the loop has no branch and vectorizes (kept out of line: inlined
+// into its caller, GCC 12 sees control flow there and does not vectorize it).
+[[gnu::noinline]] void weigh(int keys, const double* p, const double* delta, double* weights, double* growth) {
+  for (int j = 0; j < keys; ++j) {
+    const double d = delta[j];
+    const bool small = std::abs(d) < kExpm1Range;
+    const double grown_small = expm1_small(small ? d : 0.0);
+    const double factor = exp_kernel(small ? 0.0 : d);
+    const double grown_large = factor - 1.0;
+    const double weight_small = p[j] + p[j] * grown_small;
+    const double weight_large = p[j] * factor;
+    weights[j] = small ? weight_small : weight_large;
+    growth[j] = p[j] * (small ? grown_small : grown_large);
+  }
+}
+
 }  // namespace
 
 int exact_softmax(int keys, const double* logits, double* p) {
@@ -22,69 +75,45 @@ int exact_softmax(int keys, const double* logits, double* p) {
     if (logits[j] > logits[argmax]) argmax = j;
   }
   const double top = logits[argmax];
-  double sum = 0;
-  for (int j = 0; j < keys; ++j) {
-    p[j] = std::exp(logits[j] - top);
-    sum += p[j];
-  }
-  const double inverse = 1.0 / sum;
+  for (int j = 0; j < keys; ++j) p[j] = logits[j] - top;
+  exp_array(keys, p, p);
+  const double inverse = 1.0 / sum_of(keys, p);
   for (int j = 0; j < keys; ++j) p[j] *= inverse;
   return argmax;
 }
 
 QueryAttentionError compare_query_attention(int keys, const double* logits, const double* p, int exact_argmax,
-                                            const double* delta, double* p_tilde) {
+                                            const double* delta, double* p_tilde, double* scratch) {
   QueryAttentionError error;
   double largest_delta = delta[0];
-  double mean_delta = 0, mean_square = 0, weighted_delta = 0;
-  for (int j = 0; j < keys; ++j) {
-    largest_delta = std::max(largest_delta, delta[j]);
-    mean_delta += delta[j];
-    mean_square += delta[j] * delta[j];
-    weighted_delta += p[j] * delta[j];
-  }
-  error.ip_bias = mean_delta / keys;
-  error.ip_mean_square = mean_square / keys;
+  for (int j = 1; j < keys; ++j) largest_delta = std::max(largest_delta, delta[j]);
+  const double weighted_delta = dot_of(keys, p, delta);
+  error.ip_bias = sum_of(keys, delta) / keys;
+  error.ip_mean_square = dot_of(keys, delta, delta) / keys;
 
   if (largest_delta <= kMaxExpDelta) {
-    // w_j = p_j e^{delta_j} > 0 and sum_j w_j, without cancellation; and
-    // shift = sum_j p_j (e^{delta_j} - 1), which is accurate when P~ is close to P.
-    double shift = 0, total = 0;
-    for (int j = 0; j < keys; ++j) {
-      double grown, weight;
-      if (std::abs(delta[j]) < kExpm1Range) {
-        grown = std::expm1(delta[j]);
-        weight = p[j] + p[j] * grown;
-      } else {
-        const double factor = std::exp(delta[j]);
-        weight = p[j] * factor;
-        grown = factor - 1.0;
-      }
-      p_tilde[j] = weight;
-      total += weight;
-      shift += p[j] * grown;
-    }
+    weigh(keys, p, delta, p_tilde, scratch);
     // log sum_j p_j e^{delta_j}: log1p(shift) near 0, where log(total) would lose
     // the digits of a KL of 1e-12; log(total) otherwise, where 1 + shift may cancel
     // (the keys holding P's mass losing almost all of it).
+    const double total = sum_of(keys, p_tilde);
+    const double shift = sum_of(keys, scratch);
     const double log_ratio = std::abs(shift) <= kLog1pRange ? std::log1p(shift) : std::log(total);
     error.kl = log_ratio - weighted_delta;
     const double inverse = 1.0 / total;
     for (int j = 0; j < keys; ++j) p_tilde[j] *= inverse;
   } else {
-    double top = logits[0] + delta[0];
-    for (int j = 1; j < keys; ++j) top = std::max(top, logits[j] + delta[j]);
-    double sum = 0;
-    for (int j = 0; j < keys; ++j) {
-      p_tilde[j] = std::exp(logits[j] + delta[j] - top);
-      sum += p_tilde[j];
-    }
+    // Logit errors beyond e^700: the log-sum-exp of the quantized logits.
+    for (int j = 0; j < keys; ++j) scratch[j] = logits[j] + delta[j];
+    const double top = *std::max_element(scratch, scratch + keys);
+    for (int j = 0; j < keys; ++j) p_tilde[j] = scratch[j] - top;
+    exp_array(keys, p_tilde, p_tilde);
+    const double sum = sum_of(keys, p_tilde);
     // log Z~ - log Z = log sum_j p_j e^{delta_j}, from the two normalizers.
-    double exact_top = logits[0];
-    for (int j = 1; j < keys; ++j) exact_top = std::max(exact_top, logits[j]);
-    double exact_sum = 0;
-    for (int j = 0; j < keys; ++j) exact_sum += std::exp(logits[j] - exact_top);
-    error.kl = (top + std::log(sum)) - (exact_top + std::log(exact_sum)) - weighted_delta;
+    const double exact_top = *std::max_element(logits, logits + keys);
+    for (int j = 0; j < keys; ++j) scratch[j] = logits[j] - exact_top;
+    exp_array(keys, scratch, scratch);
+    error.kl = (top + std::log(sum)) - (exact_top + std::log(sum_of(keys, scratch))) - weighted_delta;
     const double inverse = 1.0 / sum;
     for (int j = 0; j < keys; ++j) p_tilde[j] *= inverse;
   }
@@ -105,14 +134,7 @@ QueryAttentionError compare_query_attention(int keys, const double* logits, cons
   }
   error.top1 = quantized_argmax == exact_argmax;
   error.top5 = rank < 5;
-
-  double dot = 0, norm_p = 0, norm_q = 0;
-  for (int j = 0; j < keys; ++j) {
-    dot += p[j] * p_tilde[j];
-    norm_p += p[j] * p[j];
-    norm_q += p_tilde[j] * p_tilde[j];
-  }
-  error.cosine = dot / std::sqrt(norm_p * norm_q);
+  error.cosine = dot_of(keys, p, p_tilde) / std::sqrt(dot_of(keys, p, p) * dot_of(keys, p_tilde, p_tilde));
   return error;
 }
 

@@ -30,8 +30,9 @@ struct QueryAttentionError {
 };
 
 /// Compares P (p, from exact_softmax of `logits`, with arg-max `exact_argmax`)
-/// with P~ for logits + delta, and writes P~ to p_tilde. All arrays: `keys` doubles.
+/// with P~ for logits + delta, and writes P~ to p_tilde; `scratch` is working
+/// space. All arrays: `keys` doubles.
 QueryAttentionError compare_query_attention(int keys, const double* logits, const double* p, int exact_argmax,
-                                            const double* delta, double* p_tilde);
+                                            const double* delta, double* p_tilde, double* scratch);
 
 }  // namespace tqlab
