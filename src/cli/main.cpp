@@ -1,9 +1,11 @@
 // tqlab: only wires the subcommands (src/cli/*.cpp) and maps errors to exit codes.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/kernel_set.h"
 #include "core/log.h"
 #include "tqlab_version.h"
 
@@ -12,12 +14,18 @@ int main(int argc, char** argv) {
       "tqlab: a laboratory for KV-cache quantization (TurboQuant and its rivals) on real tensors.\n"
       "Exit codes: 0 success, 1 checked and found a difference/violation, 2 usage or input error."};
   app.name("tqlab");  // usage lines say "tqlab", not the path the binary was started by
-  app.set_version_flag("--version", std::string("tqlab ") + TQLAB_VERSION + " (" + TQLAB_GIT_COMMIT + ")");
+  // The kernels are named as run: TQLAB_KERNELS may force a narrower form (core/kernel_set.h).
+  app.set_version_flag("--version", [] {
+    return std::string("tqlab ") + TQLAB_VERSION + " (" + TQLAB_GIT_COMMIT + ") kernels: " +
+           std::string(tqlab::kernel_set_instructions(tqlab::active_kernel_set()));
+  });
   app.require_subcommand(1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Log debug detail to stderr");
   app.parse_complete_callback([&] {
     if (verbose) tqlab::log::set_level(tqlab::log::Level::debug);
+    // Decided here, once, so that a bad TQLAB_KERNELS fails every command up front.
+    tqlab::log::debug("kernels: {}", tqlab::kernel_set_instructions(tqlab::active_kernel_set()));
   });
 
   int exit_code = tqlab::kExitOk;
