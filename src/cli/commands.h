@@ -6,7 +6,14 @@
 
 #include <string>
 
-#include <CLI/CLI.hpp>
+// CLI11 is a heavy header (~7 s per file that includes it): it stays out of
+// this shared header. Each subcommand file includes <CLI/CLI.hpp> itself, and
+// the tqlab target is built as one unity translation unit (CMakeLists.txt),
+// so CLI11 is compiled once.
+namespace CLI {
+class App;
+class ParseError;
+}  // namespace CLI
 
 namespace tqlab::cli {
 

@@ -1,6 +1,7 @@
 // tqlab inspect FILE [--json]: every tensor with statistics; per-layer K/V norms.
 #include <filesystem>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

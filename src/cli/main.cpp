@@ -3,6 +3,8 @@
 #include <exception>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/kernel_set.h"

@@ -3,6 +3,7 @@
 // bits per value and the relative MSE.
 #include <algorithm>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -1,4 +1,5 @@
 // tqlab synth -o FILE: KV-like synthetic tensors (see src/io/synthetic_kv.h).
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.h"
