@@ -20,9 +20,11 @@
 // keeps one copy of each for the whole program, possibly the AVX2 one, which
 // portable code on a CPU without AVX2 then calls (SIGILL). Functions defined
 // before the region keep the baseline target wherever they are instantiated
-// (GCC attaches the target to the definition; checked with objdump on GCC 12),
-// and are still inlined into the region's functions. Hence: no #include
-// inside a region.
+// (GCC attaches the target to the definition; checked with objdump on GCC 12
+// and clang 14), and are still inlined into the region's functions. Hence: no
+// #include inside a region, except our own *.inc fragments that include
+// nothing and define only functions of internal linkage (code_words_avx2.inc),
+// so that every kernel file compiles its own copy for its own instructions.
 #pragma once
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

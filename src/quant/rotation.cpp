@@ -70,7 +70,9 @@ namespace {
 
 using rotation_kernels::fwht_scale;
 using rotation_kernels::kMaxLogInRegisters;
+using rotation_kernels::kMaxLogInRegistersAvx512;
 using rotation_kernels::kMinLogInRegisters;
+using rotation_kernels::kMinLogInRegistersAvx512;
 
 // One butterfly stage of span `half`: (x[j], x[j + half]) <- (x[j] + x[j + half],
 // x[j] - x[j + half]) for every pair. The SIMD forms compute exactly these sums
@@ -92,6 +94,32 @@ void scale_all(float* x, std::size_t n, float scale) {
   for (std::size_t i = 0; i < n; ++i) x[i] *= scale;
 }
 
+// n rows of 2^log_dim floats: out_r = post_signs ∘ fwht_normalized(pre_signs ∘ in_r)
+// by a SIMD form that keeps a row in registers (AVX2: 8..128 floats,
+// AVX-512: 16..256), the signs fused into its loads and stores; either sign
+// vector may be null. False when no SIMD form takes this size (the caller
+// then runs the portable passes).
+bool hadamard_rows_simd(std::int64_t n, int log_dim, const float* pre_signs, const float* post_signs,
+                        const float* in, float* out) {
+  switch (active_kernel_set()) {
+#if TQLAB_X86_KERNELS
+    case KernelSet::avx512:
+      if (log_dim >= kMinLogInRegistersAvx512 && log_dim <= kMaxLogInRegistersAvx512) {
+        simd::hadamard_rows_avx512(n, log_dim, pre_signs, post_signs, in, out);
+        return true;
+      }
+      [[fallthrough]];
+    case KernelSet::avx2:
+      if (log_dim >= kMinLogInRegisters && log_dim <= kMaxLogInRegisters) {
+        simd::hadamard_rows_avx2(n, log_dim, pre_signs, post_signs, in, out);
+        return true;
+      }
+      return false;
+#endif
+    default: return false;
+  }
+}
+
 }  // namespace
 
 void fwht_normalized_portable(float* x, int log_n) {
@@ -102,16 +130,18 @@ void fwht_normalized_portable(float* x, int log_n) {
 }
 
 void fwht_normalized(float* x, int log_n) {
-  if (log_n >= kMinLogInRegisters) {
+  if (!hadamard_rows_simd(1, log_n, nullptr, nullptr, x, x)) {
     switch (active_kernel_set()) {
 #if TQLAB_X86_KERNELS
       case KernelSet::avx512:
-      case KernelSet::avx2: return simd::fwht_normalized_avx2(x, log_n);
+      case KernelSet::avx2:
+        if (log_n >= kMinLogInRegisters) return simd::fwht_normalized_avx2(x, log_n);
+        break;
 #endif
       default: break;
     }
+    fwht_normalized_portable(x, log_n);
   }
-  fwht_normalized_portable(x, log_n);
 }
 
 // ---------------------------------------------------------------------------
@@ -172,21 +202,6 @@ void multiply_by_rows(std::int64_t n, int dim, const float* rows, const float* i
     case KernelSet::avx2: return simd::multiply_by_rows_avx2(n, dim, rows, in, out);
 #endif
     default: return multiply_by_rows_portable(n, dim, rows, in, out);
-  }
-}
-
-// Head dims 8..128 with a SIMD form: the signs are fused into the transform's
-// loads (forward) or stores (inverse), one pass per row. False when no SIMD
-// form takes this size (the caller then runs the portable passes).
-bool hadamard_rows_simd(std::int64_t n, int log_dim, const float* pre_signs, const float* post_signs,
-                        const float* in, float* out) {
-  if (log_dim < kMinLogInRegisters || log_dim > kMaxLogInRegisters) return false;
-  switch (active_kernel_set()) {
-#if TQLAB_X86_KERNELS
-    case KernelSet::avx512:
-    case KernelSet::avx2: simd::hadamard_rows_avx2(n, log_dim, pre_signs, post_signs, in, out); return true;
-#endif
-    default: return false;
   }
 }
 

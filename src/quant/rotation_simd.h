@@ -2,7 +2,8 @@
 // rotation.cpp, which calls the one core/kernel_set.h chooses. Each form gives
 // the same bits as the portable code in rotation.cpp (the comments at each
 // form say why); the caller has checked that the CPU supports it.
-//   *_avx2  AVX2 + FMA (rotation_avx2.cpp)
+//   *_avx2    AVX2 + FMA (rotation_avx2.cpp)
+//   *_avx512  AVX-512    (rotation_avx512.cpp)
 #pragma once
 
 #include <bit>
@@ -24,9 +25,12 @@ inline float fwht_scale(int log_n) {
   return (log_n % 2 != 0) ? power_of_two * kSqrtHalf : power_of_two;
 }
 
-/// Sizes the in-register Hadamard kernels handle: 2^3 = 8 ... 2^7 = 128 floats.
+/// Sizes the in-register Hadamard kernels handle: AVX2 2^3 = 8 ... 2^7 = 128
+/// floats, AVX-512 2^4 = 16 ... 2^8 = 256 floats.
 inline constexpr int kMinLogInRegisters = 3;
 inline constexpr int kMaxLogInRegisters = 7;
+inline constexpr int kMinLogInRegistersAvx512 = 4;
+inline constexpr int kMaxLogInRegistersAvx512 = 8;
 
 }  // namespace rotation_kernels
 
@@ -48,6 +52,10 @@ void hadamard_rows_avx2(std::int64_t n, int log_n, const float* pre_signs, const
 /// multiply_by_rows_portable, bit for bit). rows: dim x dim row-major; in,
 /// out: n x dim; in == out is allowed.
 void multiply_by_rows_avx2(std::int64_t n, int dim, const float* rows, const float* in, float* out);
+
+/// hadamard_rows_avx2 for kMinLogInRegistersAvx512 <= log_n <= kMaxLogInRegistersAvx512.
+void hadamard_rows_avx512(std::int64_t n, int log_n, const float* pre_signs, const float* post_signs,
+                          const float* in, float* out);
 #endif
 
 }  // namespace simd

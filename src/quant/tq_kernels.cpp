@@ -182,7 +182,7 @@ void row_norms(std::int64_t n, int width, std::int64_t stride, const float* x, f
 void quantize_to_codes(int n, const float* y, const Codebook& codebook, std::uint8_t* codes) {
   switch (active_kernel_set()) {
 #if TQLAB_X86_KERNELS
-    case KernelSet::avx512:
+    case KernelSet::avx512: return simd::quantize_to_codes_avx512(n, y, codebook, codes);
     case KernelSet::avx2: return simd::quantize_to_codes_avx2(n, y, codebook, codes);
 #endif
     default: return quantize_to_codes_portable(n, y, codebook, codes);
@@ -193,7 +193,7 @@ void quantize_and_pack(std::size_t count, const float* y, const Codebook& codebo
                        std::uint64_t bit_offset) {
   switch (active_kernel_set()) {
 #if TQLAB_X86_KERNELS
-    case KernelSet::avx512:
+    case KernelSet::avx512: return simd::quantize_and_pack_avx512(count, y, codebook, out, bit_offset);
     case KernelSet::avx2: return simd::quantize_and_pack_avx2(count, y, codebook, out, bit_offset);
 #endif
     default: return quantize_and_pack_portable(count, y, codebook, out, bit_offset);
@@ -204,7 +204,7 @@ void unpack_and_dequantize(std::size_t count, const std::uint8_t* in, std::uint6
                            const Codebook& codebook, float* y) {
   switch (active_kernel_set()) {
 #if TQLAB_X86_KERNELS
-    case KernelSet::avx512:
+    case KernelSet::avx512: return simd::unpack_and_dequantize_avx512(count, in, bit_offset, codebook, y);
     case KernelSet::avx2: return simd::unpack_and_dequantize_avx2(count, in, bit_offset, codebook, y);
 #endif
     default: return unpack_and_dequantize_portable(count, in, bit_offset, codebook, y);

@@ -24,6 +24,8 @@ namespace {
 
 using namespace code_words;
 
+#include "quant/code_words_avx2.inc"
+
 // ---------------------------------------------------------------------------
 // Norms
 
@@ -129,10 +131,6 @@ struct SearchTree {
   }
 };
 
-// `field` in each of the four 64-bit lanes. (A function, not a lambda: GCC 12
-// does not give lambdas inside templates the target region's instructions.)
-inline __m256i mask(std::uint64_t field) { return _mm256_set1_epi64x(static_cast<long long>(field)); }
-
 // Four registers of int32 codes (values 0..255) as 32 bytes in order.
 inline __m256i codes_to_bytes(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
   // The packs work within 128-bit lanes: the result holds 4-code runs in the
@@ -141,36 +139,6 @@ inline __m256i codes_to_bytes(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
   const __m256i words23 = _mm256_packus_epi32(c2, c3);
   const __m256i bytes = _mm256_packus_epi16(words01, words23);
   return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
-// 32 code bytes written as 4*Bits packed bytes at `at`. The generic width
-// stores whole 8-byte words (their spill is zeros) while they end by `end`.
-template <int Bits>
-inline void store_packed(__m256i codes, std::uint8_t* at, const std::uint8_t* end) {
-  if constexpr (Bits == 8) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), codes);
-  } else if constexpr (Bits == 4) {
-    // code 2k + 16 * code 2k+1 in each 16-bit lane, then the low bytes.
-    const __m256i pairs = _mm256_maddubs_epi16(codes, _mm256_set1_epi16(0x1001));
-    const __m256i packed = _mm256_packus_epi16(pairs, pairs);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(at),
-                     _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0b00'00'10'00)));
-  } else {
-    // join_codes on the four 64-bit lanes at once (lane g = codes 8g .. 8g+7).
-    constexpr std::uint64_t field1 = every_16_bits(low_bits(Bits));
-    constexpr std::uint64_t field2 = every_32_bits(low_bits(2 * Bits));
-    constexpr std::uint64_t field4 = low_bits(4 * Bits);
-    __m256i v = codes;
-    v = _mm256_or_si256(_mm256_and_si256(v, mask(field1)),
-                        _mm256_and_si256(_mm256_srli_epi64(v, 8 - Bits), mask(field1 << Bits)));
-    v = _mm256_or_si256(_mm256_and_si256(v, mask(field2)),
-                        _mm256_and_si256(_mm256_srli_epi64(v, 16 - 2 * Bits), mask(field2 << (2 * Bits))));
-    v = _mm256_or_si256(_mm256_and_si256(v, mask(field4)),
-                        _mm256_and_si256(_mm256_srli_epi64(v, 32 - 4 * Bits), mask(field4 << (4 * Bits))));
-    alignas(32) std::uint64_t words[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(words), v);
-    for (int g = 0; g < 4; ++g) store_group(words[g], Bits, at + g * Bits, at + g * Bits + 8 <= end);
-  }
 }
 
 template <int Bits>
@@ -217,36 +185,6 @@ struct CentroidTable {
     }
   }
 };
-
-// The 4*Bits packed bytes at `at` as 32 code bytes in order. The generic
-// width reads whole 8-byte words while they end by `end`.
-template <int Bits>
-inline __m256i load_packed(const std::uint8_t* at, const std::uint8_t* end) {
-  if constexpr (Bits == 8) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
-  } else if constexpr (Bits == 4) {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
-    const __m128i nibble = _mm_set1_epi8(0x0F);
-    const __m128i low = _mm_and_si128(packed, nibble);
-    const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), nibble);
-    return _mm256_set_m128i(_mm_unpackhi_epi8(low, high), _mm_unpacklo_epi8(low, high));
-  } else {
-    // split_codes on the four 64-bit lanes at once.
-    alignas(32) std::uint64_t groups[4];
-    for (int g = 0; g < 4; ++g) groups[g] = load_group(at + g * Bits, Bits, at + g * Bits + 8 <= end);
-    const __m256i words = _mm256_load_si256(reinterpret_cast<const __m256i*>(groups));
-    constexpr std::uint64_t field1 = every_16_bits(low_bits(Bits));
-    constexpr std::uint64_t field2 = every_32_bits(low_bits(2 * Bits));
-    constexpr std::uint64_t field4 = low_bits(4 * Bits);
-    __m256i v = words;
-    v = _mm256_or_si256(_mm256_and_si256(v, mask(field4)),
-                        _mm256_and_si256(_mm256_slli_epi64(v, 32 - 4 * Bits), mask(field4 << 32)));
-    v = _mm256_or_si256(_mm256_and_si256(v, mask(field2)),
-                        _mm256_and_si256(_mm256_slli_epi64(v, 16 - 2 * Bits), mask(field2 << 16)));
-    return _mm256_or_si256(_mm256_and_si256(v, mask(field1)),
-                           _mm256_and_si256(_mm256_slli_epi64(v, 8 - Bits), mask(field1 << 8)));
-  }
-}
 
 template <int Bits>
 void unpack_and_dequantize_bits(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset,

@@ -4,7 +4,8 @@
 // same name (tq_kernels.h), bit for bit; the caller has checked that the CPU
 // supports the form. They exist only when TQLAB_X86_KERNELS is 1.
 //   *_avx2    AVX2 + FMA   (tq_kernels_avx2.cpp)
-//   *_avx512  AVX-512      (tq_kernels_avx512.cpp)
+//   *_avx512  AVX-512      (tq_kernels_avx512.cpp; row_norms has no AVX-512
+//             form, the AVX2 one serves)
 #pragma once
 
 #include <cassert>
@@ -23,6 +24,12 @@ void quantize_and_pack_avx2(std::size_t count, const float* y, const Codebook& c
                             std::uint64_t bit_offset);
 void unpack_and_dequantize_avx2(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset,
                                 const Codebook& codebook, float* y);
+
+void quantize_to_codes_avx512(int n, const float* y, const Codebook& codebook, std::uint8_t* codes);
+void quantize_and_pack_avx512(std::size_t count, const float* y, const Codebook& codebook, std::uint8_t* out,
+                              std::uint64_t bit_offset);
+void unpack_and_dequantize_avx512(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset,
+                                  const Codebook& codebook, float* y);
 #endif
 
 /// Calls Kernel<bits>::run(args...) for bits = 1..8: the kernels specialize
