@@ -1,6 +1,7 @@
 // tqlab: only wires the subcommands (src/cli/*.cpp) and maps errors to exit codes.
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -14,7 +15,9 @@
 int main(int argc, char** argv) {
   CLI::App app{
       "tqlab: a laboratory for KV-cache quantization (TurboQuant and its rivals) on real tensors.\n"
-      "Exit codes: 0 success, 1 checked and found a difference/violation, 2 usage or input error."};
+      "Exit codes: 0 success, 1 checked and found a difference/violation, 2 usage or input error (or out\n"
+      "of memory), 3 internal error (a bug in tqlab: please report it with the command line).\n"
+      "TQLAB_KERNELS=portable|avx2|avx512 forces the SIMD kernels (default: the widest this CPU runs)."};
   app.name("tqlab");  // usage lines say "tqlab", not the path the binary was started by
   // The kernels are named as run: TQLAB_KERNELS may force a narrower form (core/kernel_set.h).
   app.set_version_flag("--version", [] {
@@ -50,11 +53,17 @@ int main(int argc, char** argv) {
     tqlab::log::error("{}", error.what());
     return tqlab::kExitInputError;
   } catch (const std::bad_alloc&) {
-    tqlab::log::error("out of memory");
+    // Not a defect of the input, but the user's to act on (less data at once, more
+    // memory): exit 2 like an input error, worded so that nobody hunts for a bad file.
+    tqlab::log::error("out of memory while running {}: the data and options asked for more memory than this "
+                      "process may use (not a defect of the input); try fewer layers or tokens, or more memory",
+                      tqlab::cli::command_path(app));
     return tqlab::kExitInputError;
   } catch (const std::exception& error) {
-    tqlab::log::error("internal error: {}", error.what());
-    return 3;
+    // Anything else is a bug in tqlab, not the user's doing: its own code, so that
+    // scripts (a cluster's job array) can tell "fix the input" from "report this".
+    tqlab::log::error("internal error: {} (a bug in tqlab: please report it with the command line)", error.what());
+    return tqlab::kExitInternalError;
   }
   return exit_code;
 }

@@ -78,7 +78,7 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
                       "metadata, else \"head token dim\")");
   command->add_option("--layers", options->layers, "Layers to quantize: all, or e.g. 0,2,5-7 (others are copied)")
       ->capture_default_str();
-  command->add_option("--seed", roundtrip.seed, "Seed of every rotation and projection")->capture_default_str();
+  add_seed_option(*command, roundtrip.seed, "Seed of every rotation and projection");
   command->add_flag("--bf16", roundtrip.raw16_as_bf16, "Read raw 2-byte npy values (<u2, |V2) as bfloat16");
   command->callback([options, &exit_code] { exit_code = run_roundtrip_command(*options); });
 }
