@@ -67,7 +67,7 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
                       "Quantizer spec for the queries (default: queries are copied unchanged)");
   command->add_option("-o,--output", options->output,
                       "Output file, format by extension: .safetensors (keeps the metadata and records the "
-                      "specs and seed) or .npz")
+                      "specs and seed) or .npz; not .npy, which holds one tensor (a dump has several)")
       ->required();
   command->add_option("--keys", roundtrip.keys, "Name template of the key tensors")->capture_default_str();
   command->add_option("--values", roundtrip.values, "Name template of the value tensors")->capture_default_str();
