@@ -59,31 +59,37 @@ void expect_every_form_agrees(const Compute& compute, const std::string& what) {
   }
 }
 
-// Gaussian values scaled over many binades, plus the values' exact
-// boundaries, neighbours and centroids of `codebook` when one is given.
-std::vector<float> test_values(std::size_t count, std::uint64_t seed, const Codebook* codebook = nullptr) {
+// Gaussian values scaled over many binades.
+std::vector<float> test_values(std::size_t count, std::uint64_t seed) {
   Rng rng(seed);
   std::vector<float> values(count);
   for (float& v : values) v = static_cast<float>(rng.gaussian() * std::ldexp(1.0, static_cast<int>(rng.uniform() * 40) - 20));
-  if (codebook != nullptr) {
-    for (float& v : values) v = static_cast<float>(rng.gaussian() / std::sqrt(codebook->dim));
-    for (float b : codebook->boundaries_f) {
-      values.push_back(b);
-      values.push_back(std::nextafter(b, -2.0f));
-      values.push_back(std::nextafter(b, 2.0f));
-    }
-    for (float c : codebook->centroids_f) values.push_back(c);
-    for (float v : {0.0f, -0.0f, 1.0f, -1.0f, 10.0f, -10.0f, 1e-30f, -1e-30f}) values.push_back(v);
-  }
   return values;
 }
 
+// What the bucketizing kernels see and where they could disagree: 203
+// coordinates of a rotated unit vector (N(0, 1/d); 32-value steps leave a
+// tail), each boundary and centroid of `codebook` with its float neighbours
+// on both sides, zeros and values far outside [-1, 1].
+std::vector<float> bucketizing_values(const Codebook& codebook, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> values;
+  for (int i = 0; i < 203; ++i) values.push_back(static_cast<float>(rng.gaussian() / std::sqrt(codebook.dim)));
+  std::vector<float> marks = codebook.boundaries_f;
+  marks.insert(marks.end(), codebook.centroids_f.begin(), codebook.centroids_f.end());
+  for (float mark : marks) values.insert(values.end(), {std::nextafter(mark, -2.0f), mark, std::nextafter(mark, 2.0f)});
+  values.insert(values.end(), {0.0f, -0.0f, 1.0f, -1.0f, 10.0f, -10.0f, 1e-30f, -1e-30f});
+  return values;
+}
+
+// Every distribution and width at block sizes from tiny (far from Gaussian) to a head dim.
 std::vector<const Codebook*> all_codebooks() {
   std::vector<const Codebook*> codebooks;
-  for (int bits = 1; bits <= 8; ++bits) {
-    for (int dim : {4, 32, 128}) codebooks.push_back(&lloyd_max_codebook(dim, bits, CodebookDistribution::beta));
-    codebooks.push_back(&lloyd_max_codebook(128, bits, CodebookDistribution::gauss));
-    codebooks.push_back(&lloyd_max_codebook(128, bits, CodebookDistribution::uniform));
+  for (CodebookDistribution distribution :
+       {CodebookDistribution::beta, CodebookDistribution::gauss, CodebookDistribution::uniform}) {
+    for (int dim : {4, 32, 128}) {
+      for (int bits = 1; bits <= 8; ++bits) codebooks.push_back(&lloyd_max_codebook(dim, bits, distribution));
+    }
   }
   return codebooks;
 }
@@ -172,7 +178,7 @@ TEST(KernelDispatchTest, RowNormsAgree) {
 
 TEST(KernelDispatchTest, QuantizeToCodesAgree) {
   for (const Codebook* codebook : all_codebooks()) {
-    const auto y = test_values(203, 7, codebook);
+    const auto y = bucketizing_values(*codebook, 7);
     expect_every_form_agrees<std::vector<std::uint8_t>>(
         [&] {
           std::vector<std::uint8_t> codes(y.size());
@@ -188,7 +194,7 @@ TEST(KernelDispatchTest, QuantizeAndPackAgree) {
   for (const Codebook* codebook : all_codebooks()) {
     if (codebook->dim != 128) continue;
     const int bits = codebook->bits;
-    const auto all = test_values(203, 11, codebook);
+    const auto all = bucketizing_values(*codebook, 11);
     for (std::size_t count : {0, 1, 7, 8, 9, 31, 32, 33, 64, 100, 128, 203, 300}) {
       if (count > all.size()) continue;
       for (std::uint64_t bit_offset : {0, 8, 24, 3, 13}) {

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <vector>
 
-#include <immintrin.h>
+#include "core/simd_intrinsics.h"
 
 #if TQLAB_X86_KERNELS
 TQLAB_TARGET_AVX2_BEGIN
@@ -27,74 +27,32 @@ using rotation_kernels::kMinLogInRegisters;
 // ---------------------------------------------------------------------------
 // Fast Walsh–Hadamard transform
 
-// The same network for n >= 8, eight floats per register. a + (-b) is bitwise
-// a - b and b + a is a + b, so every path below matches butterfly_stage and
-// scale_all bit for bit; the scale is applied to each finished sum, which
-// rounds exactly as a separate final pass would.
+// Eight floats per register (fwht_in_registers.inc). Spans 1, 2 and 4 stay
+// inside one register: permute the partner into place, negate the lanes that
+// take a difference, add.
+struct Avx2Floats {
+  using Type = __m256;
+  static constexpr int kWidth = 8;
+  static Type load(const float* at) { return _mm256_loadu_ps(at); }
+  static void store(float* at, Type v) { _mm256_storeu_ps(at, v); }
+  static Type add(Type a, Type b) { return _mm256_add_ps(a, b); }
+  static Type sub(Type a, Type b) { return _mm256_sub_ps(a, b); }
+  static Type mul(Type a, Type b) { return _mm256_mul_ps(a, b); }
+  static Type broadcast(float value) { return _mm256_set1_ps(value); }
+  static Type butterflies_within_register(Type v) {
+    const __m256 negate_odd =
+        _mm256_castsi256_ps(_mm256_setr_epi32(0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN));
+    const __m256 negate_upper_pairs =
+        _mm256_castsi256_ps(_mm256_setr_epi32(0, 0, INT32_MIN, INT32_MIN, 0, 0, INT32_MIN, INT32_MIN));
+    const __m256 negate_upper_half =
+        _mm256_castsi256_ps(_mm256_setr_epi32(0, 0, 0, 0, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN));
+    v = _mm256_add_ps(_mm256_permute_ps(v, 0b10'11'00'01), _mm256_xor_ps(v, negate_odd));
+    v = _mm256_add_ps(_mm256_permute_ps(v, 0b01'00'11'10), _mm256_xor_ps(v, negate_upper_pairs));
+    return _mm256_add_ps(_mm256_permute2f128_ps(v, v, 0x01), _mm256_xor_ps(v, negate_upper_half));
+  }
+};
 
-// Spans 1, 2 and 4 stay inside one register: permute the partner into place,
-// negate the lanes that take a difference, add.
-inline __m256 butterflies_within_register(__m256 v) {
-  const __m256 negate_odd =
-      _mm256_castsi256_ps(_mm256_setr_epi32(0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN));
-  const __m256 negate_upper_pairs =
-      _mm256_castsi256_ps(_mm256_setr_epi32(0, 0, INT32_MIN, INT32_MIN, 0, 0, INT32_MIN, INT32_MIN));
-  const __m256 negate_upper_half =
-      _mm256_castsi256_ps(_mm256_setr_epi32(0, 0, 0, 0, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN));
-  v = _mm256_add_ps(_mm256_permute_ps(v, 0b10'11'00'01), _mm256_xor_ps(v, negate_odd));
-  v = _mm256_add_ps(_mm256_permute_ps(v, 0b01'00'11'10), _mm256_xor_ps(v, negate_upper_pairs));
-  return _mm256_add_ps(_mm256_permute2f128_ps(v, v, 0x01), _mm256_xor_ps(v, negate_upper_half));
-}
-
-// n <= 128: all n/8 registers stay live, so the whole transform is one load
-// and one store per register (the loops have constant bounds and unroll).
-// Optional ±1 signs are applied as the input is loaded (pre_signs: x ∘ s
-// first) or as the result is stored (post_signs: s ∘ y last); a product with
-// ±1 is exact, so this matches separate passes bit for bit. All loads come
-// before any store, so in == out is fine.
-template <int LogN>
-void fwht_normalized_in_registers(const float* in, float* out, float scale, const float* pre_signs,
-                                  const float* post_signs) {
-  constexpr int kRegisters = (1 << LogN) / 8;
-  __m256 v[kRegisters];
-#pragma GCC unroll 16
-  for (int i = 0; i < kRegisters; ++i) {
-    __m256 loaded = _mm256_loadu_ps(in + 8 * i);
-    if (pre_signs != nullptr) loaded = _mm256_mul_ps(loaded, _mm256_loadu_ps(pre_signs + 8 * i));
-    v[i] = butterflies_within_register(loaded);
-  }
-#pragma GCC unroll 4
-  for (int half = 1; half < kRegisters; half *= 2) {
-#pragma GCC unroll 16
-    for (int i = 0; i < kRegisters; ++i) {
-      if ((i & half) != 0) continue;
-      const __m256 a = v[i];
-      const __m256 b = v[i + half];
-      v[i] = _mm256_add_ps(a, b);
-      v[i + half] = _mm256_sub_ps(a, b);
-    }
-  }
-  const __m256 scale_vector = _mm256_set1_ps(scale);
-#pragma GCC unroll 16
-  for (int i = 0; i < kRegisters; ++i) {
-    __m256 result = _mm256_mul_ps(v[i], scale_vector);
-    if (post_signs != nullptr) result = _mm256_mul_ps(result, _mm256_loadu_ps(post_signs + 8 * i));
-    _mm256_storeu_ps(out + 8 * i, result);
-  }
-}
-
-void fwht_normalized_in_registers(const float* in, float* out, int log_n, const float* pre_signs,
-                                  const float* post_signs) {
-  const float scale = fwht_scale(log_n);
-  switch (log_n) {
-    case 3: return fwht_normalized_in_registers<3>(in, out, scale, pre_signs, post_signs);
-    case 4: return fwht_normalized_in_registers<4>(in, out, scale, pre_signs, post_signs);
-    case 5: return fwht_normalized_in_registers<5>(in, out, scale, pre_signs, post_signs);
-    case 6: return fwht_normalized_in_registers<6>(in, out, scale, pre_signs, post_signs);
-    case 7: return fwht_normalized_in_registers<7>(in, out, scale, pre_signs, post_signs);
-  }
-  assert(false && "log_n outside the register kernel's range");
-}
+#include "quant/fwht_in_registers.inc"
 
 // n > 128: the first seven stages (spans 1 ... 64) act on each 128-float
 // chunk separately, so they run in registers chunk by chunk (scale 1 is
@@ -105,7 +63,7 @@ void fwht_normalized_in_memory(float* x, int log_n) {
   const std::size_t n = std::size_t{1} << log_n;
   constexpr std::size_t kChunk = std::size_t{1} << kMaxLogInRegisters;
   for (std::size_t chunk = 0; chunk < n; chunk += kChunk) {
-    fwht_normalized_in_registers<kMaxLogInRegisters>(x + chunk, x + chunk, 1.0f, nullptr, nullptr);
+    fwht_normalized_in_registers<Avx2Floats, kMaxLogInRegisters>(x + chunk, x + chunk, 1.0f, nullptr, nullptr);
   }
   const __m256 scale_vector = _mm256_set1_ps(fwht_scale(log_n));
   std::size_t half = kChunk;
@@ -214,20 +172,24 @@ void multiply_by_rows_fma(std::int64_t n, int dim, const float* rows, const floa
 
 }  // namespace
 
+void hadamard_rows_avx2(std::int64_t n, int log_n, const float* pre_signs, const float* post_signs, const float* in,
+                        float* out) {
+  switch (log_n) {
+    case 3: return hadamard_rows_in_registers<Avx2Floats, 3>(n, pre_signs, post_signs, in, out);
+    case 4: return hadamard_rows_in_registers<Avx2Floats, 4>(n, pre_signs, post_signs, in, out);
+    case 5: return hadamard_rows_in_registers<Avx2Floats, 5>(n, pre_signs, post_signs, in, out);
+    case 6: return hadamard_rows_in_registers<Avx2Floats, 6>(n, pre_signs, post_signs, in, out);
+    case 7: return hadamard_rows_in_registers<Avx2Floats, 7>(n, pre_signs, post_signs, in, out);
+  }
+  assert(false && "log_n outside the AVX2 register kernel's range");
+}
+
 void fwht_normalized_avx2(float* x, int log_n) {
   assert(log_n >= kMinLogInRegisters && log_n <= 30);
   if (log_n <= kMaxLogInRegisters) {
-    fwht_normalized_in_registers(x, x, log_n, nullptr, nullptr);
+    hadamard_rows_avx2(1, log_n, nullptr, nullptr, x, x);
   } else {
     fwht_normalized_in_memory(x, log_n);
-  }
-}
-
-void hadamard_rows_avx2(std::int64_t n, int log_n, const float* pre_signs, const float* post_signs, const float* in,
-                        float* out) {
-  const std::int64_t d = std::int64_t{1} << log_n;
-  for (std::int64_t r = 0; r < n; ++r) {
-    fwht_normalized_in_registers(in + r * d, out + r * d, log_n, pre_signs, post_signs);
   }
 }
 

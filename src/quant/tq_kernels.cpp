@@ -191,7 +191,8 @@ void quantize_to_codes(int n, const float* y, const Codebook& codebook, std::uin
 
 void quantize_and_pack(std::size_t count, const float* y, const Codebook& codebook, std::uint8_t* out,
                        std::uint64_t bit_offset) {
-  switch (active_kernel_set()) {
+  // The SIMD forms store whole bytes: they start on a byte boundary.
+  switch (bit_offset % 8 == 0 ? active_kernel_set() : KernelSet::portable) {
 #if TQLAB_X86_KERNELS
     case KernelSet::avx512: return simd::quantize_and_pack_avx512(count, y, codebook, out, bit_offset);
     case KernelSet::avx2: return simd::quantize_and_pack_avx2(count, y, codebook, out, bit_offset);
@@ -202,7 +203,7 @@ void quantize_and_pack(std::size_t count, const float* y, const Codebook& codebo
 
 void unpack_and_dequantize(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset,
                            const Codebook& codebook, float* y) {
-  switch (active_kernel_set()) {
+  switch (bit_offset % 8 == 0 ? active_kernel_set() : KernelSet::portable) {
 #if TQLAB_X86_KERNELS
     case KernelSet::avx512: return simd::unpack_and_dequantize_avx512(count, in, bit_offset, codebook, y);
     case KernelSet::avx2: return simd::unpack_and_dequantize_avx2(count, in, bit_offset, codebook, y);

@@ -11,8 +11,7 @@
 #include <cstring>
 #include <utility>
 
-#include <immintrin.h>
-
+#include "core/simd_intrinsics.h"
 #include "quant/code_words.h"
 #include "quant/tq_kernels.h"
 
@@ -141,23 +140,6 @@ inline __m256i codes_to_bytes(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
   return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-template <int Bits>
-void quantize_and_pack_bits(std::size_t count, const float* y, const Codebook& codebook, std::uint8_t* out,
-                            std::uint64_t bit_offset) {
-  const SearchTree<Bits> tree(codebook);
-  std::uint8_t* at = out + bit_offset / 8;
-  const std::uint8_t* end = out + (bit_offset + count * Bits) / 8;
-  std::size_t i = 0;
-  for (; i + 32 <= count; i += 32, at += 4 * Bits) {
-    const __m256i c0 = tree.codes_of(_mm256_loadu_ps(y + i));
-    const __m256i c1 = tree.codes_of(_mm256_loadu_ps(y + i + 8));
-    const __m256i c2 = tree.codes_of(_mm256_loadu_ps(y + i + 16));
-    const __m256i c3 = tree.codes_of(_mm256_loadu_ps(y + i + 24));
-    store_packed<Bits>(codes_to_bytes(c0, c1, c2, c3), at, end);
-  }
-  // 32 codes fill whole bytes, so the rest starts on a byte boundary.
-  quantize_and_pack_portable(count - i, y + i, codebook, out, bit_offset + i * Bits);
-}
 
 // Centroid lookup for eight int32 codes: up to 8 levels one permute, 16 levels
 // two permutes and a blend on bit 3, more a gather.
@@ -186,23 +168,14 @@ struct CentroidTable {
   }
 };
 
+// The 32 codes of y[0 .. 32) as 32 bytes in order.
 template <int Bits>
-void unpack_and_dequantize_bits(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset,
-                                const Codebook& codebook, float* y) {
-  const CentroidTable<Bits> table(codebook);
-  const std::uint8_t* at = in + bit_offset / 8;
-  const std::uint8_t* end = in + (bit_offset + count * Bits + 7) / 8;
-  std::size_t i = 0;
-  for (; i + 32 <= count; i += 32, at += 4 * Bits) {
-    const __m256i codes = load_packed<Bits>(at, end);
-    const __m128i low = _mm256_castsi256_si128(codes);
-    const __m128i high = _mm256_extracti128_si256(codes, 1);
-    _mm256_storeu_ps(y + i, table.values_of(_mm256_cvtepu8_epi32(low)));
-    _mm256_storeu_ps(y + i + 8, table.values_of(_mm256_cvtepu8_epi32(_mm_srli_si128(low, 8))));
-    _mm256_storeu_ps(y + i + 16, table.values_of(_mm256_cvtepu8_epi32(high)));
-    _mm256_storeu_ps(y + i + 24, table.values_of(_mm256_cvtepu8_epi32(_mm_srli_si128(high, 8))));
-  }
-  unpack_and_dequantize_portable(count - i, in, bit_offset + i * Bits, codebook, y + i);
+inline __m256i codes_of_32(const SearchTree<Bits>& tree, const float* y) {
+  const __m256i c0 = tree.codes_of(_mm256_loadu_ps(y));
+  const __m256i c1 = tree.codes_of(_mm256_loadu_ps(y + 8));
+  const __m256i c2 = tree.codes_of(_mm256_loadu_ps(y + 16));
+  const __m256i c3 = tree.codes_of(_mm256_loadu_ps(y + 24));
+  return codes_to_bytes(c0, c1, c2, c3);
 }
 
 template <int Bits>
@@ -210,30 +183,31 @@ struct QuantizeToCodes {
   static void run(int n, const float* y, const Codebook& codebook, std::uint8_t* codes) {
     const SearchTree<Bits> tree(codebook);
     int i = 0;
-    for (; i + 32 <= n; i += 32) {
-      const __m256i c0 = tree.codes_of(_mm256_loadu_ps(y + i));
-      const __m256i c1 = tree.codes_of(_mm256_loadu_ps(y + i + 8));
-      const __m256i c2 = tree.codes_of(_mm256_loadu_ps(y + i + 16));
-      const __m256i c3 = tree.codes_of(_mm256_loadu_ps(y + i + 24));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), codes_to_bytes(c0, c1, c2, c3));
-    }
+    for (; i + 32 <= n; i += 32) _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), codes_of_32(tree, y + i));
     quantize_to_codes_portable(n - i, y + i, codebook, codes + i);
   }
 };
 
-template <int Bits>
-struct QuantizeAndPack {
-  static void run(std::size_t count, const float* y, const Codebook& codebook, std::uint8_t* out,
-                  std::uint64_t bit_offset) {
-    quantize_and_pack_bits<Bits>(count, y, codebook, out, bit_offset);
-  }
-};
+#include "quant/quantize_and_pack_simd.inc"
 
 template <int Bits>
 struct UnpackAndDequantize {
   static void run(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset, const Codebook& codebook,
                   float* y) {
-    unpack_and_dequantize_bits<Bits>(count, in, bit_offset, codebook, y);
+    const CentroidTable<Bits> table(codebook);
+    const std::uint8_t* at = in + bit_offset / 8;
+    const std::uint8_t* end = in + (bit_offset + count * Bits + 7) / 8;
+    std::size_t i = 0;
+    for (; i + 32 <= count; i += 32, at += 4 * Bits) {
+      const __m256i codes = load_packed<Bits>(at, end);
+      const __m128i low = _mm256_castsi256_si128(codes);
+      const __m128i high = _mm256_extracti128_si256(codes, 1);
+      _mm256_storeu_ps(y + i, table.values_of(_mm256_cvtepu8_epi32(low)));
+      _mm256_storeu_ps(y + i + 8, table.values_of(_mm256_cvtepu8_epi32(_mm_srli_si128(low, 8))));
+      _mm256_storeu_ps(y + i + 16, table.values_of(_mm256_cvtepu8_epi32(high)));
+      _mm256_storeu_ps(y + i + 24, table.values_of(_mm256_cvtepu8_epi32(_mm_srli_si128(high, 8))));
+    }
+    unpack_and_dequantize_portable(count - i, in, bit_offset + i * Bits, codebook, y + i);
   }
 };
 
@@ -252,13 +226,11 @@ void quantize_to_codes_avx2(int n, const float* y, const Codebook& codebook, std
 
 void quantize_and_pack_avx2(std::size_t count, const float* y, const Codebook& codebook, std::uint8_t* out,
                             std::uint64_t bit_offset) {
-  if (bit_offset % 8 != 0) return quantize_and_pack_portable(count, y, codebook, out, bit_offset);
   dispatch_bits<QuantizeAndPack>(codebook.bits, count, y, codebook, out, bit_offset);
 }
 
 void unpack_and_dequantize_avx2(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset,
                                 const Codebook& codebook, float* y) {
-  if (bit_offset % 8 != 0) return unpack_and_dequantize_portable(count, in, bit_offset, codebook, y);
   dispatch_bits<UnpackAndDequantize>(codebook.bits, count, in, bit_offset, codebook, y);
 }
 

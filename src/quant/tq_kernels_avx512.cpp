@@ -2,22 +2,16 @@
 // (tq_kernels.h), sixteen values per register. Where the AVX2 forms need two
 // permutes and a blend (16 candidates) or a gather (more), AVX-512 looks a
 // value up among 16 table entries with one permute, among 32 with one
-// two-register permute, and among 64 ... 256 with a few of those and mask
-// blends: no gathers at any bit width. The packing of the codes is the AVX2
-// one (code_words_avx2.inc); row_norms keeps its AVX2 form. Compiled in a
+// two-register permute, and among 64 or 128 with a few of those and mask
+// blends: the search tree has no gathers at any bit width (the centroid
+// lookup keeps one at b >= 7, as fast here as a chain of 8 or 16 permutes).
+// The packing of the codes is the AVX2 one (code_words_avx2.inc); row_norms
+// keeps its AVX2 form. Compiled in a
 // target region (core/simd_target.h): every #include comes before it.
 //
 // The same bits as the portable forms: the boundaries ascend, so walking the
 // search tree with "y > boundary" counts the boundaries below y as the
 // portable forms do; a lookup returns the table entry itself.
-//
-// GCC 12 reports a false -Wuninitialized / -Wmaybe-uninitialized inside its
-// own AVX-512 intrinsics (GCC bug 105593); silenced before <immintrin.h>.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
 #include "quant/tq_kernels_simd.h"
 
 #include <algorithm>
@@ -25,8 +19,7 @@
 #include <cstring>
 #include <utility>
 
-#include <immintrin.h>
-
+#include "core/simd_intrinsics.h"
 #include "quant/code_words.h"
 #include "quant/tq_kernels.h"
 
@@ -136,19 +129,7 @@ struct QuantizeToCodes {
   }
 };
 
-template <int Bits>
-struct QuantizeAndPack {
-  static void run(std::size_t count, const float* y, const Codebook& codebook, std::uint8_t* out,
-                  std::uint64_t bit_offset) {
-    const SearchTree<Bits> tree(codebook);
-    std::uint8_t* at = out + bit_offset / 8;
-    const std::uint8_t* end = out + (bit_offset + count * Bits) / 8;
-    std::size_t i = 0;
-    for (; i + 32 <= count; i += 32, at += 4 * Bits) store_packed<Bits>(codes_of_32(tree, y + i), at, end);
-    // 32 codes fill whole bytes, so the rest starts on a byte boundary.
-    quantize_and_pack_portable(count - i, y + i, codebook, out, bit_offset + i * Bits);
-  }
-};
+#include "quant/quantize_and_pack_simd.inc"
 
 template <int Bits>
 struct UnpackAndDequantize {
@@ -184,13 +165,11 @@ void quantize_to_codes_avx512(int n, const float* y, const Codebook& codebook, s
 
 void quantize_and_pack_avx512(std::size_t count, const float* y, const Codebook& codebook, std::uint8_t* out,
                               std::uint64_t bit_offset) {
-  if (bit_offset % 8 != 0) return quantize_and_pack_portable(count, y, codebook, out, bit_offset);
   dispatch_bits<QuantizeAndPack>(codebook.bits, count, y, codebook, out, bit_offset);
 }
 
 void unpack_and_dequantize_avx512(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset,
                                   const Codebook& codebook, float* y) {
-  if (bit_offset % 8 != 0) return unpack_and_dequantize_portable(count, in, bit_offset, codebook, y);
   dispatch_bits<UnpackAndDequantize>(codebook.bits, count, in, bit_offset, codebook, y);
 }
 

@@ -2,7 +2,9 @@
 // the kernels: tq_kernels.cpp calls the one core/kernel_set.h chooses.
 // Each form has the contract, shapes and results of the public kernel of the
 // same name (tq_kernels.h), bit for bit; the caller has checked that the CPU
-// supports the form. They exist only when TQLAB_X86_KERNELS is 1.
+// supports the form, and calls the packing forms only with a bit_offset that
+// is a multiple of 8 (32 codes then fill whole bytes; other offsets take the
+// portable forms). They exist only when TQLAB_X86_KERNELS is 1.
 //   *_avx2    AVX2 + FMA   (tq_kernels_avx2.cpp)
 //   *_avx512  AVX-512      (tq_kernels_avx512.cpp; row_norms has no AVX-512
 //             form, the AVX2 one serves)
