@@ -30,7 +30,7 @@ namespace {
 
 std::vector<std::uint32_t> bits_of(const std::vector<float>& values) {
   std::vector<std::uint32_t> bits(values.size());
-  std::memcpy(bits.data(), values.data(), sizeof(float) * values.size());
+  if (!values.empty()) std::memcpy(bits.data(), values.data(), sizeof(float) * values.size());  // no null to memcpy
   return bits;
 }
 

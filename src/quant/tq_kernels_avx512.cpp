@@ -38,21 +38,27 @@ using namespace code_words;
 // j / 16), 0 <= index < 16 * Registers. One register: one permute. More:
 // each pair of registers is a 32-entry two-register permute on the index's
 // low 5 bits, and bits 5, 6, 7 of the index choose among the pairs' results.
+// picks[0 .. Count) narrowed to one by index bits Bit, Bit + 1, ...: each
+// step keeps, per lane, the upper of each pair where the lane's bit is set.
+template <int Count, int Bit>
+inline __m512 choose_by_bits(__m512* picks, __m512i index) {
+  if constexpr (Count == 1) {
+    return picks[0];
+  } else {
+    const __mmask16 upper = _mm512_test_epi32_mask(index, _mm512_set1_epi32(1 << Bit));
+    for (int q = 0; q < Count / 2; ++q) picks[q] = _mm512_mask_blend_ps(upper, picks[2 * q], picks[2 * q + 1]);
+    return choose_by_bits<Count / 2, Bit + 1>(picks, index);
+  }
+}
+
 template <int Registers>
 inline __m512 lookup(const __m512* table, __m512i index) {
   if constexpr (Registers == 1) {
     return _mm512_permutexvar_ps(index, table[0]);
   } else {
     __m512 picks[Registers / 2];
-#pragma GCC unroll 8
     for (int p = 0; p < Registers / 2; ++p) picks[p] = _mm512_permutex2var_ps(table[2 * p], index, table[2 * p + 1]);
-#pragma GCC unroll 3
-    for (int bit = 5, count = Registers / 2; count > 1; ++bit, count /= 2) {
-      const __mmask16 upper = _mm512_test_epi32_mask(index, _mm512_set1_epi32(1 << bit));
-#pragma GCC unroll 4
-      for (int q = 0; q < count / 2; ++q) picks[q] = _mm512_mask_blend_ps(upper, picks[2 * q], picks[2 * q + 1]);
-    }
-    return picks[0];
+    return choose_by_bits<Registers / 2, 5>(picks, index);
   }
 }
 
