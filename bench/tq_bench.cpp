@@ -129,7 +129,7 @@ void BM_TqKernelQuantizeAndPack(benchmark::State& state) {
   }
   report_vectors(state, "quantize_and_pack", kChunk);
 }
-BENCHMARK(BM_TqKernelQuantizeAndPack)->ArgName("b")->Arg(2)->Arg(4)->Arg(8);
+BENCHMARK(BM_TqKernelQuantizeAndPack)->ArgName("b")->Arg(2)->Arg(3)->Arg(4)->Arg(5)->Arg(6)->Arg(8);
 
 void BM_TqKernelUnpackAndDequantize(benchmark::State& state) {
   const Codebook& codebook = lloyd_max_codebook(kDim, static_cast<int>(state.range(0)), CodebookDistribution::beta);
@@ -142,7 +142,7 @@ void BM_TqKernelUnpackAndDequantize(benchmark::State& state) {
   }
   report_vectors(state, "unpack_and_dequantize", kChunk);
 }
-BENCHMARK(BM_TqKernelUnpackAndDequantize)->ArgName("b")->Arg(2)->Arg(4)->Arg(8);
+BENCHMARK(BM_TqKernelUnpackAndDequantize)->ArgName("b")->Arg(2)->Arg(4)->Arg(6)->Arg(7)->Arg(8);
 
 BENCHMARK_CAPTURE(BM_QuantRoundTrip, tq_b4, std::string("tq:b=4"));
 BENCHMARK_CAPTURE(BM_QuantEncode, tq_b4, std::string("tq:b=4"));

@@ -1,4 +1,5 @@
 // tqlab codebook export: Lloyd–Max codebooks for other runtimes (src/io/codebook_export.h).
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -4,9 +4,18 @@
 // in `exit_code`. User errors are thrown as InputError and handled in main.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
-#include <CLI/CLI.hpp>
+// CLI11 is a heavy header (~7 s per file that includes it): it stays out of
+// this shared header. Each subcommand file includes <CLI/CLI.hpp> itself, and
+// the tqlab target is built as one unity translation unit (CMakeLists.txt),
+// so CLI11 is compiled once.
+namespace CLI {
+class App;
+class Option;
+class ParseError;
+}  // namespace CLI
 
 namespace tqlab::cli {
 
@@ -17,6 +26,14 @@ void setup_roundtrip(CLI::App& app, int& exit_code);
 void setup_codebook(CLI::App& app, int& exit_code);
 void setup_verify_bounds(CLI::App& app, int& exit_code);
 void setup_sweep(CLI::App& app, int& exit_code);
+
+/// Adds `--seed` to `command`, stored in `seed` (0 .. 2^64 - 1). A negative
+/// value is a usage error (CLI11 would wrap -1 to 2^64 - 1). Every command with
+/// a seed takes it through here.
+CLI::Option* add_seed_option(CLI::App& command, std::uint64_t& seed, const std::string& description);
+
+/// "tqlab" and the subcommands the parser entered, e.g. "tqlab codebook export".
+std::string command_path(const CLI::App& app);
 
 /// The one-line message for a command-line usage error, naming the command the
 /// parser had entered ("tqlab inspect: file is required (see tqlab inspect --help)"),

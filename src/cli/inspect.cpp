@@ -1,6 +1,7 @@
 // tqlab inspect FILE [--json]: every tensor with statistics; per-layer K/V norms.
 #include <filesystem>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -28,20 +29,20 @@ struct TensorReport {
 };
 
 // The axis holding a vector's channels: from --layout, else the file's
-// "layout" metadata, else the last axis.
+// "layout" metadata, else the last axis (-1).
 int channel_axis(const TensorFile& file, const std::string& layout_option) {
-  std::string layout = layout_option;
-  if (layout.empty()) {
-    const auto found = file.metadata().find("layout");
-    if (found == file.metadata().end()) return -1;
-    layout = found->second;
-    try {
-      return parse_kv_layout(layout).dim_axis;
-    } catch (const InputError&) {
-      return -1;  // metadata we cannot read is not the user's error
-    }
+  const ResolvedKvLayout resolved = resolve_kv_layout(file, layout_option, "--layout");
+  switch (resolved.source) {
+    case ResolvedKvLayout::Source::option: return parse_kv_layout(resolved.layout).dim_axis;
+    case ResolvedKvLayout::Source::metadata:
+      try {
+        return parse_kv_layout(resolved.layout).dim_axis;
+      } catch (const InputError&) {
+        return -1;  // metadata we cannot read is not the user's error
+      }
+    case ResolvedKvLayout::Source::assumed: break;
   }
-  return parse_kv_layout(layout).dim_axis;
+  return -1;
 }
 
 nlohmann::json to_json(const TensorFile& file, const std::vector<TensorReport>& reports,

@@ -2,6 +2,7 @@
 // with one-line descriptions and the bits-per-value formulas.
 #include <algorithm>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>

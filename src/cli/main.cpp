@@ -1,10 +1,15 @@
 // tqlab: only wires the subcommands (src/cli/*.cpp) and maps errors to exit codes.
 #include <cstdio>
 #include <exception>
+#include <new>
+#include <string>
+
+#include <CLI/CLI.hpp>
 
 #include "cli/blas_kernels.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/kernel_set.h"
 #include "core/log.h"
 #include "tqlab_version.h"
 
@@ -12,14 +17,22 @@ int main(int argc, char** argv) {
   tqlab::cli::pin_blas_kernels(argv);
   CLI::App app{
       "tqlab: a laboratory for KV-cache quantization (TurboQuant and its rivals) on real tensors.\n"
-      "Exit codes: 0 success, 1 checked and found a difference/violation, 2 usage or input error."};
+      "Exit codes: 0 success, 1 checked and found a difference/violation, 2 usage or input error (or out\n"
+      "of memory), 3 internal error (a bug in tqlab: please report it with the command line).\n"
+      "TQLAB_KERNELS=portable|avx2|avx512 forces the SIMD kernels (default: the widest this CPU runs)."};
   app.name("tqlab");  // usage lines say "tqlab", not the path the binary was started by
-  app.set_version_flag("--version", std::string("tqlab ") + TQLAB_VERSION + " (" + TQLAB_GIT_COMMIT + ")");
+  // The kernels are named as run: TQLAB_KERNELS may force a narrower form (core/kernel_set.h).
+  app.set_version_flag("--version", [] {
+    return std::string("tqlab ") + TQLAB_VERSION + " (" + TQLAB_GIT_COMMIT + ") kernels: " +
+           std::string(tqlab::kernel_set_instructions(tqlab::active_kernel_set()));
+  });
   app.require_subcommand(1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Log debug detail to stderr");
   app.parse_complete_callback([&] {
     if (verbose) tqlab::log::set_level(tqlab::log::Level::debug);
+    // Decided here, once, so that a bad TQLAB_KERNELS fails every command up front.
+    tqlab::log::debug("kernels: {}", tqlab::kernel_set_instructions(tqlab::active_kernel_set()));
   });
 
   int exit_code = tqlab::kExitOk;
@@ -43,11 +56,17 @@ int main(int argc, char** argv) {
     tqlab::log::error("{}", error.what());
     return tqlab::kExitInputError;
   } catch (const std::bad_alloc&) {
-    tqlab::log::error("out of memory");
+    // Not a defect of the input, but the user's to act on (less data at once, more
+    // memory): exit 2 like an input error, worded so that nobody hunts for a bad file.
+    tqlab::log::error("out of memory while running {}: the data and options asked for more memory than this "
+                      "process may use (not a defect of the input); try fewer layers or tokens, or more memory",
+                      tqlab::cli::command_path(app));
     return tqlab::kExitInputError;
   } catch (const std::exception& error) {
-    tqlab::log::error("internal error: {}", error.what());
-    return 3;
+    // Anything else is a bug in tqlab, not the user's doing: its own code, so that
+    // scripts (a cluster's job array) can tell "fix the input" from "report this".
+    tqlab::log::error("internal error: {} (a bug in tqlab: please report it with the command line)", error.what());
+    return tqlab::kExitInternalError;
   }
   return exit_code;
 }

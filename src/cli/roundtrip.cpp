@@ -3,6 +3,7 @@
 // bits per value and the relative MSE.
 #include <algorithm>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -66,7 +67,7 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
                       "Quantizer spec for the queries (default: queries are copied unchanged)");
   command->add_option("-o,--output", options->output,
                       "Output file, format by extension: .safetensors (keeps the metadata and records the "
-                      "specs and seed) or .npz")
+                      "specs and seed) or .npz; not .npy, which holds one tensor (a dump has several)")
       ->required();
   command->add_option("--keys", roundtrip.keys, "Name template of the key tensors")->capture_default_str();
   command->add_option("--values", roundtrip.values, "Name template of the value tensors")->capture_default_str();
@@ -77,7 +78,7 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
                       "metadata, else \"head token dim\")");
   command->add_option("--layers", options->layers, "Layers to quantize: all, or e.g. 0,2,5-7 (others are copied)")
       ->capture_default_str();
-  command->add_option("--seed", roundtrip.seed, "Seed of every rotation and projection")->capture_default_str();
+  add_seed_option(*command, roundtrip.seed, "Seed of every rotation and projection");
   command->add_flag("--bf16", roundtrip.raw16_as_bf16, "Read raw 2-byte npy values (<u2, |V2) as bfloat16");
   command->callback([options, &exit_code] { exit_code = run_roundtrip_command(*options); });
 }

@@ -1,4 +1,5 @@
 // tqlab synth -o FILE: KV-like synthetic tensors (see src/io/synthetic_kv.h).
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -57,7 +58,7 @@ void setup_synth(CLI::App& app, int& exit_code) {
   command->add_option("--dtype", options->dtype, "Stored type: f16, bf16, f32, f64")->capture_default_str();
   command->add_option("--format", options->format, "safetensors or npz (default: from the output's extension)")
       ->check(CLI::IsMember({"safetensors", "npz"}));
-  command->add_option("--seed", options->kv.seed, "Random seed")->capture_default_str();
+  add_seed_option(*command, options->kv.seed, "Random seed");
   command->callback([options, &exit_code] { exit_code = run_synth(*options); });
 }
 

@@ -1,7 +1,8 @@
-// One-line messages for command-line usage errors (see commands.h).
+// One-line messages for command-line usage errors, and the command they name (see commands.h).
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -9,15 +10,31 @@
 
 namespace tqlab::cli {
 
+namespace {
+
+// The deepest subcommand the parser entered (the app itself when none).
+const CLI::App* entered_command(const CLI::App& app) {
+  const CLI::App* entered = &app;
+  while (!entered->get_subcommands().empty()) entered = entered->get_subcommands().front();
+  return entered;
+}
+
+}  // namespace
+
+std::string command_path(const CLI::App& app) {
+  std::string path;
+  for (const CLI::App* command = entered_command(app); command->get_parent() != nullptr;
+       command = command->get_parent()) {
+    path = " " + command->get_name() + path;
+  }
+  return "tqlab" + path;
+}
+
 std::string usage_error_message(const CLI::App& app, const CLI::ParseError& error) {
   // The deepest subcommand the parser entered is the command whose usage was wrong;
   // its --help is the page that answers the user.
-  std::string command = "tqlab";
-  const CLI::App* entered = &app;
-  while (!entered->get_subcommands().empty()) {
-    entered = entered->get_subcommands().front();
-    command += " " + entered->get_name();
-  }
+  const std::string command = command_path(app);
+  const CLI::App* entered = entered_command(app);
   if (entered == &app) {
     // CLI11 reports a mistyped command as "A subcommand is required" and keeps the word
     // among the unparsed arguments: name it, and list what would have been accepted.

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -193,7 +194,7 @@ void setup_verify_bounds(CLI::App& app, int& exit_code) {
   options->rotation_samples = command->add_option(
       "--rotation-samples", bounds.rotation_samples,
       "Vectors per row and rotation through the real tq quantizer (default: --samples / 10; 0 skips)");
-  command->add_option("--seed", bounds.seed, "Random seed")->capture_default_str();
+  add_seed_option(*command, bounds.seed, "Random seed");
   command->add_option("--tolerance-z", bounds.tolerance_z,
                       "A Monte Carlo check passes when |z| <= this. A default run makes 216 such comparisons, "
                       "so a 95% interval (|z| <= 2) would fail by chance on nearly every run")

@@ -15,11 +15,12 @@
 
 namespace tqlab {
 
-/// Exit codes of every command (DESIGN.md).
+/// Exit codes of every command (DESIGN.md; 3 documented in `tqlab --help` and README).
 enum ExitCode : int {
-  kExitOk = 0,         ///< success / no difference
-  kExitDifference = 1, ///< checked and found a difference or violation
-  kExitInputError = 2, ///< usage or input error
+  kExitOk = 0,            ///< success / no difference
+  kExitDifference = 1,    ///< checked and found a difference or violation
+  kExitInputError = 2,    ///< usage or input error, or out of memory
+  kExitInternalError = 3, ///< a bug in tqlab: any other exception
 };
 
 /// A user-facing error: bad input file, tensor, option or argument.

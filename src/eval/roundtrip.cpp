@@ -23,19 +23,19 @@ namespace {
 // info level so the user sees it move; below it, only with --verbose.
 constexpr std::int64_t kProgressValues = std::int64_t{1} << 24;
 
-constexpr const char* kDefaultLayout = "head token dim";
-
 // The tensor formats write_tensor_file knows, checked before any work so a
 // typo in -o does not cost a whole run.
 void check_output_path(const std::string& output_path, const TensorFile& input) {
   const std::filesystem::path path(output_path);
   const std::string extension = path.extension().string();
-  if (extension != ".safetensors" && extension != ".npz" && extension != ".npy") {
-    fail("'{}': unknown output format, expected a name ending in .safetensors, .npz or .npy", output_path);
-  }
-  if (extension == ".npy" && input.tensors().size() != 1) {
+  // A dump has at least keys and values (KvDump refuses one tensor named by
+  // both templates), so a one-tensor .npy could never hold the output.
+  if (extension == ".npy") {
     fail("'{}': a .npy file holds one tensor, but '{}' has {}; use .npz or .safetensors", output_path,
          input.path(), input.tensors().size());
+  }
+  if (extension != ".safetensors" && extension != ".npz") {
+    fail("'{}': unknown output format, expected a name ending in .safetensors or .npz", output_path);
   }
   const std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : ".";
   if (!std::filesystem::is_directory(directory)) {
@@ -160,12 +160,6 @@ double RoundtripTensorResult::relative_mse() const {
   return squared_error == 0 ? 0.0 : std::numeric_limits<double>::infinity();
 }
 
-std::string resolve_kv_layout(const TensorFile& file, const std::string& option) {
-  if (!option.empty()) return option;
-  const auto found = file.metadata().find("layout");
-  return found != file.metadata().end() ? found->second : kDefaultLayout;
-}
-
 RoundtripReport run_roundtrip(const std::string& input_path, const std::string& output_path,
                               const RoundtripOptions& options) {
   // Specs first: a typo should cost nothing, not even opening the file.
@@ -180,7 +174,8 @@ RoundtripReport run_roundtrip(const std::string& input_path, const std::string& 
   check_output_path(output_path, *file);
 
   RoundtripReport report;
-  report.layout = resolve_kv_layout(*file, options.layout);
+  const ResolvedKvLayout resolved = resolve_kv_layout(*file, options.layout, "--layout");
+  report.layout = resolved.layout;
   KvDumpSpec data;
   data.keys = options.keys;
   data.values = options.values;
@@ -189,6 +184,7 @@ RoundtripReport run_roundtrip(const std::string& input_path, const std::string& 
   data.queries = query_quantizer ? options.queries : "";
   data.queries_required = query_quantizer != nullptr;
   data.layout = report.layout;
+  data.layout_assumed = resolved.source == ResolvedKvLayout::Source::assumed;
   data.layers = options.layers;
   const KvDump dump(*file, data);
   const KvLayout layout = parse_kv_layout(report.layout);

@@ -62,12 +62,10 @@ struct RoundtripReport {
   int copied_tensors = 0;                      ///< tensors copied unchanged
 };
 
-/// The layout `option` names, else the file's "layout" metadata, else "head token dim".
-std::string resolve_kv_layout(const TensorFile& file, const std::string& option);
-
 /// Reads `input_path`, fake-quantizes the selected tensors and writes every
-/// tensor to `output_path` (.safetensors, .npz or .npy by extension,
-/// atomically: on any error nothing is written). Safetensors metadata is
+/// tensor to `output_path` (.safetensors or .npz by extension, atomically: on
+/// any error nothing is written; .npy is refused, as it holds one tensor and a
+/// dump has at least keys and values). Safetensors metadata is
 /// kept, plus tqlab.version, tqlab.git_commit and tqlab.roundtrip.{k,v,q,seed,layout}.
 /// Throws InputError naming the file, tensor and spec for bad specs, a head
 /// dim a spec cannot take (before any work), missing tensors, NaN/Inf input,

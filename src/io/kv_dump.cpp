@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace tqlab {
 namespace {
@@ -32,6 +33,14 @@ int checked_extent(const TensorView& tensor, int axis, const std::string& path) 
   return static_cast<int>(extent);
 }
 
+// The layout's words joined by single spaces.
+std::string normalized_layout(const std::string& layout) {
+  std::istringstream words(layout);
+  std::string word, joined;
+  while (words >> word) joined += (joined.empty() ? "" : " ") + word;
+  return joined;
+}
+
 }  // namespace
 
 KvLayout parse_kv_layout(const std::string& layout) {
@@ -53,6 +62,31 @@ KvLayout parse_kv_layout(const std::string& layout) {
          layout);
   }
   return parsed;
+}
+
+ResolvedKvLayout resolve_kv_layout(const TensorFile& file, const std::string& option,
+                                   std::string_view option_name) {
+  const auto found = file.metadata().find("layout");
+  if (option.empty()) {
+    if (found != file.metadata().end()) return {found->second, ResolvedKvLayout::Source::metadata};
+    return {kDefaultKvLayout, ResolvedKvLayout::Source::assumed};
+  }
+  const KvLayout named = parse_kv_layout(option);  // a bad option is its own error, not a contradiction
+  if (found != file.metadata().end()) {
+    bool same = false;
+    try {
+      const KvLayout stored = parse_kv_layout(found->second);
+      same = named.rank == stored.rank && named.seq_axis == stored.seq_axis && named.head_axis == stored.head_axis &&
+             named.token_axis == stored.token_axis && named.dim_axis == stored.dim_axis;
+    } catch (const InputError&) {
+      same = false;  // unreadable metadata is not what the option says either
+    }
+    if (!same) {
+      log::warn("{} '{}' contradicts the layout metadata '{}' of '{}'; using {} '{}'", option_name, option,
+                found->second, file.path(), option_name, option);
+    }
+  }
+  return {option, ResolvedKvLayout::Source::option};
 }
 
 std::vector<int> find_template_layers(const TensorFile& file, const std::string& name_template) {
@@ -146,8 +180,15 @@ KvDump::KvDump(const TensorFile& file, KvDumpSpec spec)
     }
     const TensorView& tensor = file_.get(name);
     if (static_cast<int>(tensor.shape.size()) != layout_.rank) {
-      fail("'{}': tensor '{}' has shape {} ({} axes) but the layout '{}' names {} axes", path, tensor.name,
-           tensor.shape_string(), tensor.shape.size(), spec_.layout, layout_.rank);
+      // One axis too many and none for sequences: most likely a batch axis first,
+      // as Hugging Face stores its KV caches ("batch head token dim").
+      std::string hint;
+      if (static_cast<int>(tensor.shape.size()) == layout_.rank + 1 && layout_.seq_axis < 0) {
+        hint = fmt::format("; a {}-axis dump with a batch axis first is \"batch {}\"", tensor.shape.size(),
+                           normalized_layout(spec_.layout));
+      }
+      fail("'{}': tensor '{}' has shape {} ({} axes) but the layout '{}' names {} axes{}", path, tensor.name,
+           tensor.shape_string(), tensor.shape.size(), spec_.layout, layout_.rank, hint);
     }
     if (tensor.element_count() == 0) {
       fail("'{}': tensor '{}' is empty (shape {})", path, tensor.name, tensor.shape_string());
@@ -190,6 +231,11 @@ KvDump::KvDump(const TensorFile& file, KvDumpSpec spec)
              "attention needs q_heads = g * kv_heads)",
              path, q.name, shape.q_heads, shape.kv_heads, k.name);
       }
+    }
+    if (spec_.layout_assumed && layers_.empty() && layout_.rank == 3 && shape.kv_heads > shape.tokens) {
+      log::warn("'{}': no layout named and none in the file's metadata, so '{}' {} is read as \"{}\": {} heads "
+                "of {} tokens; more heads than tokens suggests a \"token head dim\" file: name the layout",
+                path, k.name, k.shape_string(), spec_.layout, shape.kv_heads, shape.tokens);
     }
     layers_.push_back(shape);
     tensors_.push_back(tensors);

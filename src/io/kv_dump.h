@@ -17,6 +17,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/tensor_file.h"
@@ -31,6 +32,10 @@ struct KvDumpSpec {
   bool queries_required = false;             ///< when false, missing queries are fine
   std::string layout = "head token dim";
   std::optional<std::vector<int>> layers;    ///< nullopt: all layers found
+  /// True when nobody named `layout` (no option, no metadata: resolve_kv_layout's
+  /// default): KvDump then warns when a 3-axis tensor has more "heads" than
+  /// "tokens", the mark of a "token head dim" file read as "head token dim".
+  bool layout_assumed = false;
 };
 
 /// Axis positions of a parsed layout string.
@@ -44,6 +49,23 @@ struct KvLayout {
 
 /// Parses "seq head token dim" and friends; InputError names what is wrong.
 KvLayout parse_kv_layout(const std::string& layout);
+
+/// The layout assumed when neither the user nor the file names one.
+inline constexpr const char* kDefaultKvLayout = "head token dim";
+
+/// A dump's layout and where it came from.
+struct ResolvedKvLayout {
+  enum class Source { option, metadata, assumed };
+  std::string layout;
+  Source source = Source::assumed;
+};
+
+/// The layout of `file`'s K/V/Q tensors: `option` when not empty, else the
+/// file's "layout" metadata, else kDefaultKvLayout (assumed). An option that
+/// contradicts the metadata (other axes or order; "seq" and "batch" are one)
+/// wins, with a warning naming both, `option_name` (e.g. "--layout") and the file.
+ResolvedKvLayout resolve_kv_layout(const TensorFile& file, const std::string& option,
+                                   std::string_view option_name);
 
 /// Sizes of one layer.
 struct KvLayerShape {

@@ -151,12 +151,12 @@ class HaarRotation final : public Rotation {
 
 /// In-place normalized Walsh–Hadamard transform of n = 2^log_n floats:
 /// x <- H x / sqrt(n), with H_ij = (-1)^popcount(i & j) (Sylvester order, no
-/// bit reversal). 0 <= log_n <= 30; x: n floats. O(n log n). Uses AVX2 when
-/// the build targets it; the result is bit-identical to
+/// bit reversal). 0 <= log_n <= 30; x: n floats. O(n log n). Runs the SIMD
+/// form core/kernel_set.h chose; the result is bit-identical to
 /// fwht_normalized_portable.
 void fwht_normalized(float* x, int log_n);
 
-/// The same transform with plain loops, for machines without AVX2. The same
+/// The same transform with plain loops (the portable form). The same
 /// butterflies in the same order, so the same bits.
 void fwht_normalized_portable(float* x, int log_n);
 

@@ -2,8 +2,10 @@
 // that tests hold it against (tests/tq_kernels_test.cpp).
 //
 // Every kernel comes in up to three forms that return the same bits:
-//   name            the one callers use: AVX2 when the build targets it, else
-//                   the portable form;
+//   name            the one callers use: the instruction-set form chosen at
+//                   run time (core/kernel_set.h: AVX2+FMA or AVX-512 forms in
+//                   tq_kernels_avx2.cpp / tq_kernels_avx512.cpp when the CPU
+//                   has them), else the portable form;
 //   name_portable   plain C++ that is still fast (word-at-a-time packing);
 //   name_reference  the obvious loop, for tests only.
 // Packed codes follow core/bit_pack.h: code i of a stream of b-bit codes
@@ -23,7 +25,7 @@ float vector_norm(int n, const float* x);
 
 /// norms[r] = vector_norm(width, x + r * stride) for r in [0, n), bit for bit.
 /// x: n rows of `width` floats, row r starting at x + r * stride (stride >= width);
-/// norms: n floats. The AVX2 form runs 16 rows' sums side by side, one double
+/// norms: n floats. The SIMD forms run many rows' sums side by side, one double
 /// lane per row, so each row's additions keep vector_norm's order.
 void row_norms(std::int64_t n, int width, std::int64_t stride, const float* x, float* norms);
 
@@ -33,8 +35,8 @@ void row_norms_reference(std::int64_t n, int width, std::int64_t stride, const f
 /// codes[i] = number of codebook boundaries (boundaries_f) strictly below y[i]:
 /// the nearest level, a value equal to a boundary taking the lower one (as
 /// Codebook::code_of does). y: n finite floats,
-/// codes: n. The AVX2 form walks the implicit search tree of the boundaries
-/// eight values at a time, one comparison per bit.
+/// codes: n. The SIMD forms walk the implicit search tree of the boundaries
+/// eight (or sixteen) values at a time, one comparison per bit.
 void quantize_to_codes(int n, const float* y, const Codebook& codebook, std::uint8_t* codes);
 
 /// quantize_to_codes without SIMD intrinsics: counting compares for b <= 4, a

@@ -1,0 +1,203 @@
+// The AVX2 + FMA forms of the rotation kernels (rotation_simd.h): the fast
+// Walsh–Hadamard transform in registers and in memory, and the Haar
+// rotation's dense product in fused multiply-add tiles. Compiled in a target
+// region (core/simd_target.h): every #include comes before it.
+
+#include "quant/rotation_simd.h"
+
+#include <algorithm>
+#include <cassert>
+#include <climits>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "core/simd_intrinsics.h"
+
+#if TQLAB_X86_KERNELS
+TQLAB_TARGET_AVX2_BEGIN
+
+namespace tqlab::simd {
+namespace {
+
+using rotation_kernels::fwht_scale;
+using rotation_kernels::kMaxLogInRegisters;
+using rotation_kernels::kMinLogInRegisters;
+
+// ---------------------------------------------------------------------------
+// Fast Walsh–Hadamard transform
+
+// Eight floats per register (fwht_in_registers.inc). Spans 1, 2 and 4 stay
+// inside one register: permute the partner into place, negate the lanes that
+// take a difference, add.
+struct Avx2Floats {
+  using Type = __m256;
+  static constexpr int kWidth = 8;
+  static Type load(const float* at) { return _mm256_loadu_ps(at); }
+  static void store(float* at, Type v) { _mm256_storeu_ps(at, v); }
+  static Type add(Type a, Type b) { return _mm256_add_ps(a, b); }
+  static Type sub(Type a, Type b) { return _mm256_sub_ps(a, b); }
+  static Type mul(Type a, Type b) { return _mm256_mul_ps(a, b); }
+  static Type broadcast(float value) { return _mm256_set1_ps(value); }
+  static Type butterflies_within_register(Type v) {
+    const __m256 negate_odd =
+        _mm256_castsi256_ps(_mm256_setr_epi32(0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN));
+    const __m256 negate_upper_pairs =
+        _mm256_castsi256_ps(_mm256_setr_epi32(0, 0, INT32_MIN, INT32_MIN, 0, 0, INT32_MIN, INT32_MIN));
+    const __m256 negate_upper_half =
+        _mm256_castsi256_ps(_mm256_setr_epi32(0, 0, 0, 0, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN));
+    v = _mm256_add_ps(_mm256_permute_ps(v, 0b10'11'00'01), _mm256_xor_ps(v, negate_odd));
+    v = _mm256_add_ps(_mm256_permute_ps(v, 0b01'00'11'10), _mm256_xor_ps(v, negate_upper_pairs));
+    return _mm256_add_ps(_mm256_permute2f128_ps(v, v, 0x01), _mm256_xor_ps(v, negate_upper_half));
+  }
+};
+
+#include "quant/fwht_in_registers.inc"
+
+// n > 128: the first seven stages (spans 1 ... 64) act on each 128-float
+// chunk separately, so they run in registers chunk by chunk (scale 1 is
+// exact); the remaining stages are passes over memory, two stages (spans half
+// and 2 half) per pass, then a lone final stage when their count is odd. The
+// final stage multiplies by the scale.
+void fwht_normalized_in_memory(float* x, int log_n) {
+  const std::size_t n = std::size_t{1} << log_n;
+  constexpr std::size_t kChunk = std::size_t{1} << kMaxLogInRegisters;
+  for (std::size_t chunk = 0; chunk < n; chunk += kChunk) {
+    fwht_normalized_in_registers<Avx2Floats, kMaxLogInRegisters>(x + chunk, x + chunk, 1.0f, nullptr, nullptr);
+  }
+  const __m256 scale_vector = _mm256_set1_ps(fwht_scale(log_n));
+  std::size_t half = kChunk;
+  for (; 4 * half <= n; half *= 4) {
+    const bool last = 4 * half == n;
+    for (std::size_t block = 0; block < n; block += 4 * half) {
+      float* p0 = x + block;
+      float* p1 = p0 + half;
+      float* p2 = p1 + half;
+      float* p3 = p2 + half;
+      for (std::size_t j = 0; j < half; j += 8) {
+        const __m256 a0 = _mm256_loadu_ps(p0 + j);
+        const __m256 a1 = _mm256_loadu_ps(p1 + j);
+        const __m256 a2 = _mm256_loadu_ps(p2 + j);
+        const __m256 a3 = _mm256_loadu_ps(p3 + j);
+        const __m256 b0 = _mm256_add_ps(a0, a1);
+        const __m256 b1 = _mm256_sub_ps(a0, a1);
+        const __m256 b2 = _mm256_add_ps(a2, a3);
+        const __m256 b3 = _mm256_sub_ps(a2, a3);
+        __m256 c0 = _mm256_add_ps(b0, b2);
+        __m256 c1 = _mm256_add_ps(b1, b3);
+        __m256 c2 = _mm256_sub_ps(b0, b2);
+        __m256 c3 = _mm256_sub_ps(b1, b3);
+        if (last) {
+          c0 = _mm256_mul_ps(c0, scale_vector);
+          c1 = _mm256_mul_ps(c1, scale_vector);
+          c2 = _mm256_mul_ps(c2, scale_vector);
+          c3 = _mm256_mul_ps(c3, scale_vector);
+        }
+        _mm256_storeu_ps(p0 + j, c0);
+        _mm256_storeu_ps(p1 + j, c1);
+        _mm256_storeu_ps(p2 + j, c2);
+        _mm256_storeu_ps(p3 + j, c3);
+      }
+    }
+  }
+  if (2 * half == n) {
+    float* lo = x;
+    float* hi = x + half;
+    for (std::size_t j = 0; j < half; j += 8) {
+      const __m256 a = _mm256_loadu_ps(lo + j);
+      const __m256 b = _mm256_loadu_ps(hi + j);
+      _mm256_storeu_ps(lo + j, _mm256_mul_ps(_mm256_add_ps(a, b), scale_vector));
+      _mm256_storeu_ps(hi + j, _mm256_mul_ps(_mm256_sub_ps(a, b), scale_vector));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Haar: the dense product (rotation.cpp's multiply_by_rows_portable says why
+// it is a sum of scaled rows)
+
+// With FMA every step is an explicit fused multiply-add (intrinsic in the
+// tiles, std::fma at the edges), so tiles and edges round identically.
+// A tile of 4 vectors x 16 outputs keeps its 8 accumulators in registers while
+// k runs, so each matrix row segment loaded serves four vectors.
+constexpr std::size_t kTileVectors = 4;
+constexpr std::size_t kTileWidth = 16;
+
+void multiply_tile(std::size_t d, const float* rows, const float* x, std::size_t column, float* y) {
+  __m256 low[kTileVectors];
+  __m256 high[kTileVectors];
+  for (std::size_t v = 0; v < kTileVectors; ++v) low[v] = high[v] = _mm256_setzero_ps();
+  for (std::size_t k = 0; k < d; ++k) {
+    const __m256 row_low = _mm256_loadu_ps(rows + k * d + column);
+    const __m256 row_high = _mm256_loadu_ps(rows + k * d + column + 8);
+    for (std::size_t v = 0; v < kTileVectors; ++v) {
+      const __m256 weight = _mm256_broadcast_ss(x + v * d + k);
+      low[v] = _mm256_fmadd_ps(weight, row_low, low[v]);
+      high[v] = _mm256_fmadd_ps(weight, row_high, high[v]);
+    }
+  }
+  for (std::size_t v = 0; v < kTileVectors; ++v) {
+    _mm256_storeu_ps(y + v * d + column, low[v]);
+    _mm256_storeu_ps(y + v * d + column + 8, high[v]);
+  }
+}
+
+void multiply_edge(std::size_t d, const float* rows, const float* x, std::size_t vectors, std::size_t column,
+                   float* y) {
+  for (std::size_t v = 0; v < vectors; ++v) {
+    for (std::size_t c = column; c < d; ++c) {
+      float accumulator = 0.0f;
+      for (std::size_t k = 0; k < d; ++k) accumulator = std::fma(x[v * d + k], rows[k * d + c], accumulator);
+      y[v * d + c] = accumulator;
+    }
+  }
+}
+
+void multiply_by_rows_fma(std::int64_t n, int dim, const float* rows, const float* in, float* out) {
+  const auto d = static_cast<std::size_t>(dim);
+  const auto count = static_cast<std::size_t>(n);
+  const std::size_t tiled_width = d - d % kTileWidth;
+  std::vector<float> batch(kTileVectors * d);  // a copy of the inputs: in may alias out
+  for (std::size_t first = 0; first < count; first += kTileVectors) {
+    const std::size_t vectors = std::min(kTileVectors, count - first);
+    std::copy_n(in + first * d, vectors * d, batch.data());
+    float* y = out + first * d;
+    std::size_t column = 0;
+    if (vectors == kTileVectors) {
+      for (; column < tiled_width; column += kTileWidth) multiply_tile(d, rows, batch.data(), column, y);
+    }
+    multiply_edge(d, rows, batch.data(), vectors, column, y);
+  }
+}
+
+}  // namespace
+
+void hadamard_rows_avx2(std::int64_t n, int log_n, const float* pre_signs, const float* post_signs, const float* in,
+                        float* out) {
+  switch (log_n) {
+    case 3: return hadamard_rows_in_registers<Avx2Floats, 3>(n, pre_signs, post_signs, in, out);
+    case 4: return hadamard_rows_in_registers<Avx2Floats, 4>(n, pre_signs, post_signs, in, out);
+    case 5: return hadamard_rows_in_registers<Avx2Floats, 5>(n, pre_signs, post_signs, in, out);
+    case 6: return hadamard_rows_in_registers<Avx2Floats, 6>(n, pre_signs, post_signs, in, out);
+    case 7: return hadamard_rows_in_registers<Avx2Floats, 7>(n, pre_signs, post_signs, in, out);
+  }
+  assert(false && "log_n outside the AVX2 register kernel's range");
+}
+
+void fwht_normalized_avx2(float* x, int log_n) {
+  assert(log_n >= kMinLogInRegisters && log_n <= 30);
+  if (log_n <= kMaxLogInRegisters) {
+    hadamard_rows_avx2(1, log_n, nullptr, nullptr, x, x);
+  } else {
+    fwht_normalized_in_memory(x, log_n);
+  }
+}
+
+void multiply_by_rows_avx2(std::int64_t n, int dim, const float* rows, const float* in, float* out) {
+  multiply_by_rows_fma(n, dim, rows, in, out);
+}
+
+}  // namespace tqlab::simd
+
+TQLAB_TARGET_END
+#endif

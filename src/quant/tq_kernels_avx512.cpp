@@ -1,0 +1,185 @@
+// The AVX-512 forms of the tq kernels' bucketizing and centroid lookup
+// (tq_kernels.h), sixteen values per register. Where the AVX2 forms need two
+// permutes and a blend (16 candidates) or a gather (more), AVX-512 looks a
+// value up among 16 table entries with one permute, among 32 with one
+// two-register permute, and among 64 or 128 with a few of those and mask
+// blends: the search tree has no gathers at any bit width (the centroid
+// lookup keeps one at b >= 7, as fast here as a chain of 8 or 16 permutes).
+// The packing of the codes is the AVX2 one (code_words_avx2.inc); row_norms
+// keeps its AVX2 form. Compiled in a
+// target region (core/simd_target.h): every #include comes before it.
+//
+// The same bits as the portable forms: the boundaries ascend, so walking the
+// search tree with "y > boundary" counts the boundaries below y as the
+// portable forms do; a lookup returns the table entry itself.
+#include "quant/tq_kernels_simd.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "core/simd_intrinsics.h"
+#include "quant/code_words.h"
+#include "quant/tq_kernels.h"
+
+#if TQLAB_X86_KERNELS
+TQLAB_TARGET_AVX512_BEGIN
+
+namespace tqlab::simd {
+namespace {
+
+using namespace code_words;
+
+#include "quant/code_words_avx2.inc"
+
+// table[index] in each of the 16 int32 lanes, for a table of 16 * Registers
+// floats held in `Registers` registers (entry j at lane j % 16 of register
+// j / 16), 0 <= index < 16 * Registers. One register: one permute. More:
+// each pair of registers is a 32-entry two-register permute on the index's
+// low 5 bits, and bits 5, 6, 7 of the index choose among the pairs' results.
+// picks[0 .. Count) narrowed to one by index bits Bit, Bit + 1, ...: each
+// step keeps, per lane, the upper of each pair where the lane's bit is set.
+template <int Count, int Bit>
+inline __m512 choose_by_bits(__m512* picks, __m512i index) {
+  if constexpr (Count == 1) {
+    return picks[0];
+  } else {
+    const __mmask16 upper = _mm512_test_epi32_mask(index, _mm512_set1_epi32(1 << Bit));
+    for (int q = 0; q < Count / 2; ++q) picks[q] = _mm512_mask_blend_ps(upper, picks[2 * q], picks[2 * q + 1]);
+    return choose_by_bits<Count / 2, Bit + 1>(picks, index);
+  }
+}
+
+template <int Registers>
+inline __m512 lookup(const __m512* table, __m512i index) {
+  if constexpr (Registers == 1) {
+    return _mm512_permutexvar_ps(index, table[0]);
+  } else {
+    __m512 picks[Registers / 2];
+    for (int p = 0; p < Registers / 2; ++p) picks[p] = _mm512_permutex2var_ps(table[2 * p], index, table[2 * p + 1]);
+    return choose_by_bits<Registers / 2, 5>(picks, index);
+  }
+}
+
+// Registers that hold `entries` floats (at least one).
+constexpr int registers_for(int entries) { return entries <= 16 ? 1 : entries / 16; }
+
+// `count` floats into registers of 16, the unused lanes zero.
+template <int Registers>
+void load_table(const float* values, int count, __m512* table) {
+  alignas(64) float padded[16 * Registers] = {};
+  std::copy_n(values, count, padded);
+  for (int r = 0; r < Registers; ++r) table[r] = _mm512_load_ps(padded + 16 * r);
+}
+
+// The implicit search tree of 2^Bits - 1 ascending boundaries, as the AVX2
+// form walks it (tq_kernels_avx2.cpp): after k levels `prefix` holds the
+// code's top k bits, and level k compares with candidate `prefix` of its
+// 2^k candidates, boundary[(2 prefix + 1) 2^(Bits-k-1) - 1].
+template <int Bits>
+struct SearchTree {
+  __m512 candidates[Bits][registers_for(1 << (Bits - 1))];
+
+  explicit SearchTree(const Codebook& codebook) {
+    const float* boundaries = codebook.boundaries_f.data();
+    [&]<int... Level>(std::integer_sequence<int, Level...>) {
+      (load_level<Level>(boundaries), ...);
+    }(std::make_integer_sequence<int, Bits>{});
+  }
+
+  template <int Level>
+  void load_level(const float* boundaries) {
+    constexpr int kHalf = 1 << (Bits - Level - 1);
+    float level[1 << Level];
+    for (int j = 0; j < (1 << Level); ++j) level[j] = boundaries[(2 * j + 1) * kHalf - 1];
+    load_table<registers_for(1 << Level)>(level, 1 << Level, candidates[Level]);
+  }
+
+  // Codes of sixteen values, one per int32 lane.
+  __m512i codes_of(__m512 y) const {
+    __m512i prefix = _mm512_setzero_si512();
+    [&]<int... Level>(std::integer_sequence<int, Level...>) {
+      (descend<Level>(y, prefix), ...);
+    }(std::make_integer_sequence<int, Bits>{});
+    return prefix;
+  }
+
+  // One level: prefix = 2 prefix + (y above the candidate).
+  template <int Level>
+  void descend(__m512 y, __m512i& prefix) const {
+    const __m512 threshold = lookup<registers_for(1 << Level)>(candidates[Level], prefix);
+    const __mmask16 above = _mm512_cmp_ps_mask(y, threshold, _CMP_GT_OQ);
+    const __m512i doubled = _mm512_add_epi32(prefix, prefix);
+    prefix = _mm512_mask_add_epi32(doubled, above, doubled, _mm512_set1_epi32(1));
+  }
+};
+
+// The 32 codes of y[0 .. 32) as 32 bytes in order.
+template <int Bits>
+inline __m256i codes_of_32(const SearchTree<Bits>& tree, const float* y) {
+  const __m128i low = _mm512_cvtepi32_epi8(tree.codes_of(_mm512_loadu_ps(y)));
+  const __m128i high = _mm512_cvtepi32_epi8(tree.codes_of(_mm512_loadu_ps(y + 16)));
+  return _mm256_set_m128i(high, low);
+}
+
+template <int Bits>
+struct QuantizeToCodes {
+  static void run(int n, const float* y, const Codebook& codebook, std::uint8_t* codes) {
+    const SearchTree<Bits> tree(codebook);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i), _mm512_cvtepi32_epi8(tree.codes_of(_mm512_loadu_ps(y + i))));
+    }
+    quantize_to_codes_portable(n - i, y + i, codebook, codes + i);
+  }
+};
+
+#include "quant/quantize_and_pack_simd.inc"
+
+template <int Bits>
+struct UnpackAndDequantize {
+  static void run(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset, const Codebook& codebook,
+                  float* y) {
+    constexpr int kRegisters = registers_for(1 << Bits);
+    __m512 centroids[kRegisters];
+    load_table<kRegisters>(codebook.centroids_f.data(), 1 << Bits, centroids);
+    const std::uint8_t* at = in + bit_offset / 8;
+    const std::uint8_t* end = in + (bit_offset + count * Bits + 7) / 8;
+    std::size_t i = 0;
+    for (; i + 32 <= count; i += 32, at += 4 * Bits) {
+      const __m256i codes = load_packed<Bits>(at, end);
+      const __m512i low = _mm512_cvtepu8_epi32(_mm256_castsi256_si128(codes));
+      const __m512i high = _mm512_cvtepu8_epi32(_mm256_extracti128_si256(codes, 1));
+      if constexpr (Bits >= 7) {
+        _mm512_storeu_ps(y + i, _mm512_i32gather_ps(low, codebook.centroids_f.data(), 4));
+        _mm512_storeu_ps(y + i + 16, _mm512_i32gather_ps(high, codebook.centroids_f.data(), 4));
+      } else {
+        _mm512_storeu_ps(y + i, lookup<kRegisters>(centroids, low));
+        _mm512_storeu_ps(y + i + 16, lookup<kRegisters>(centroids, high));
+      }
+    }
+    unpack_and_dequantize_portable(count - i, in, bit_offset + i * Bits, codebook, y + i);
+  }
+};
+
+}  // namespace
+
+void quantize_to_codes_avx512(int n, const float* y, const Codebook& codebook, std::uint8_t* codes) {
+  dispatch_bits<QuantizeToCodes>(codebook.bits, n, y, codebook, codes);
+}
+
+void quantize_and_pack_avx512(std::size_t count, const float* y, const Codebook& codebook, std::uint8_t* out,
+                              std::uint64_t bit_offset) {
+  dispatch_bits<QuantizeAndPack>(codebook.bits, count, y, codebook, out, bit_offset);
+}
+
+void unpack_and_dequantize_avx512(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset,
+                                  const Codebook& codebook, float* y) {
+  dispatch_bits<UnpackAndDequantize>(codebook.bits, count, in, bit_offset, codebook, y);
+}
+
+}  // namespace tqlab::simd
+
+TQLAB_TARGET_END
+#endif
