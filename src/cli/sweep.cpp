@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <future>
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

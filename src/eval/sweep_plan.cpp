@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "eval/roundtrip.h"
 #include "quant/registry.h"
 
 namespace tqlab {
@@ -117,8 +116,10 @@ SweepPlan plan_sweep(SweepConfig config) {
   const SweepConfig& cfg = plan.config;
   plan.file = TensorFile::open(cfg.data.resolved_path);
   KvDumpSpec kv = cfg.data.kv;
-  plan.layout = resolve_kv_layout(*plan.file, kv.layout);
+  const ResolvedKvLayout resolved = resolve_kv_layout(*plan.file, kv.layout, "data.layout");
+  plan.layout = resolved.layout;
   kv.layout = plan.layout;
+  kv.layout_assumed = resolved.source == ResolvedKvLayout::Source::assumed;
   plan.dump = std::make_unique<KvDump>(*plan.file, kv);
   const KvDump& dump = *plan.dump;
 
