@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "core/parallel.h"
 #include "eval/kv_slab.h"
+#include "io/results_document.h"
 #include "tqlab_version.h"
 
 namespace tqlab {
@@ -175,7 +176,7 @@ const MetricSummary* find_metric(const RunResult& result, const std::string& nam
 nlohmann::ordered_json sweep_results_json(const SweepPlan& plan, const SweepResults& results,
                                           const DataIdentity& identity) {
   Json out;
-  out["schema"] = "tqlab.sweep/1";
+  out["schema"] = kSweepSchema;
   out["tqlab"] = {{"version", TQLAB_VERSION}, {"git_commit", TQLAB_GIT_COMMIT}, {"blas", blas_kernels()}};
   out["config"] = config_json(plan);
   out["data"] = data_json(plan, results, identity);
