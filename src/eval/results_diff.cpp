@@ -266,10 +266,11 @@ DiffResult diff_documents(const ComparableDocument& a, const ComparableDocument&
   result.header = diff_leaves(a.header, b.header, options);
   for (const LeafDiff& diff : result.header) {
     if (diff.path.ends_with("sha256") && diff.a && diff.b) {
-      result.warnings.push_back(fmt::format("the data differ: {} is {} in '{}' but {} in '{}'; the {}s were measured "
-                                            "on different tensors",
-                                            diff.path, diff.a->to_string(), a.path, diff.b->to_string(), b.path,
-                                            a.row_noun));
+      // Twelve hex digits tell two files apart; the full digests are in the header lines.
+      result.warnings.push_back(fmt::format("the data differ: {} is {}… in '{}' but {}… in '{}'; the {}s were "
+                                            "measured on different tensors",
+                                            diff.path, diff.a->to_string().substr(0, 12), a.path,
+                                            diff.b->to_string().substr(0, 12), b.path, a.row_noun));
     }
   }
   std::map<std::string_view, const ComparableRow*> in_b;
