@@ -18,6 +18,7 @@
 #include "io/codebook_export.h"
 #include "io_test_util.h"
 #include "quant/codebook.h"
+#include "sweep_test_util.h"
 
 namespace tqlab {
 namespace {
@@ -349,6 +350,38 @@ TEST(ResultsDiffTest, DiffJsonIsATqlabDiffDocument) {
     }
   }
   EXPECT_TRUE(found);
+}
+
+// A sweep document from the real writer, with per-head tables, a per-layer K spec and two seeds.
+TEST(ResultsDiffTest, RealSweepResultsCompareEveryPerSeedPerLayerAndPerHeadValue) {
+  io_test::ScratchDir scratch;
+  sweep_test::write_dump(scratch.file("dump.safetensors"), sweep_test::DumpShape{2, 1, 2, 4, 24, 16, 8});
+  const nlohmann::json config = {
+      {"data", {{"path", "dump.safetensors"}}},
+      {"runs", {{{"k", "tq:b=3"}, {"v", "tq:b=2"}}, {{"k", {{"default", "tq:b=2"}, {"layers", {{"1", "tq:b=4"}}}}}, {"v", "fp8_e4m3"}}}},
+      {"seeds", {0, 1}},
+      {"metrics", {{"attention", {{"chunk", 12}}}, {"needle", {{"trials", 4}, {"synth_trials", 1}}}, {"per_head", true}}}};
+  const sweep_test::SweepRun sweep = sweep_test::run_config(config, scratch.file("c.json"));
+  const Json document = Json::parse(sweep_results_json(sweep.plan, sweep.results, DataIdentity{1, "ab"}).dump());
+  const DiffResult same = diff(document, document);
+  EXPECT_FALSE(same.differs());
+  ASSERT_EQ(same.rows.size(), 2u);
+  EXPECT_EQ(same.rows[0].key, "k=tq:b=3 v=tq:b=2 window=0 sink=0 seeds=0,1");
+  EXPECT_NE(same.rows[1].key.find("\"layers\""), std::string::npos) << same.rows[1].key;
+  // attn_kl: se, std, 2 per-seed values, 2 per-layer values, 2 layers x 4 query heads.
+  const QuantityDiff* kl = find_quantity(same, same.rows[0].key, "attn_kl");
+  ASSERT_NE(kl, nullptr);
+  EXPECT_EQ(kl->details_compared, 14u);
+
+  Json changed = document;
+  changed["runs"][1]["per_head"]["attn_kl"][1][2] = changed["runs"][1]["per_head"]["attn_kl"][1][2].get<double>() * 1.01;
+  const DiffResult moved = diff(document, changed);
+  EXPECT_TRUE(moved.differs());
+  const QuantityDiff* head = find_quantity(moved, same.rows[1].key, "attn_kl");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->status, DiffStatus::differs);
+  ASSERT_EQ(head->detail_differences.size(), 1u);
+  EXPECT_EQ(head->detail_differences[0].path, "per_head.attn_kl[layer=1][2]");
 }
 
 // Bounds documents from the real writer: rows by (dim, bits), checks by name, histograms joined.

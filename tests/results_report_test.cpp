@@ -11,6 +11,7 @@
 
 #include "eval/results_report.h"
 #include "io_test_util.h"
+#include "sweep_test_util.h"
 
 namespace tqlab {
 namespace {
@@ -134,6 +135,32 @@ TEST_F(ReportTest, CsvHasFullPrecisionErrorsQuotingAndMarks) {
             "pareto_front,best_at_bits\n"
             "\"tq:b=3,nc\",tq:b=3,0,0,0 1,3.125,0.1,0.002,0.003,0.031,0.001,–,true,true\n"
             "q4_0,tq:b=3,0,0,0 1,4.5,0.1,0.002,0.003,0.04,0.001,–,false,true\n");
+}
+
+// The real writer's document: a per-layer K spec is shown as its JSON (quoted in CSV), and the
+// two seeds add the sd.
+TEST_F(ReportTest, RealSweepResultsWithAPerLayerSpec) {
+  sweep_test::write_dump(scratch_.file("dump.safetensors"), sweep_test::DumpShape{2, 1, 2, 4, 24, 16, 8});
+  const nlohmann::json config = {
+      {"data", {{"path", "dump.safetensors"}}},
+      {"runs", {{{"k", "tq:b=3"}, {"v", "tq:b=2"}}, {{"k", {{"default", "tq:b=2"}, {"layers", {{"1", "tq:b=4"}}}}}, {"v", "fp8_e4m3"}}}},
+      {"seeds", {0, 1}},
+      {"metrics", {{"attention", {{"chunk", 12}}}, {"needle", {{"trials", 4}, {"synth_trials", 1}}}}}};
+  const sweep_test::SweepRun sweep = sweep_test::run_config(config, scratch_.file("c.json"));
+  const std::string path = scratch_.file("real.json");
+  std::ofstream(path) << sweep_results_json(sweep.plan, sweep.results, DataIdentity{1, "ab"}).dump(1);
+  const SweepResultsFile file = read_sweep_results(path);
+  ASSERT_EQ(file.runs.size(), 2u);
+  const std::string layered = file.runs[1].k;
+  EXPECT_EQ(layered, R"({"default":"tq:b=2","layers":{"1":"tq:b=4"}})");
+  const std::string table = report_text(file, {});
+  EXPECT_NE(table.find("| " + layered), std::string::npos) << table;
+  EXPECT_NE(table.find("(sd "), std::string::npos) << table;
+  ReportOptions csv;
+  csv.format = ReportFormat::csv;
+  EXPECT_NE(report_text(file, csv).find(R"("{""default"":""tq:b=2"",""layers"":{""1"":""tq:b=4""}}")"),
+            std::string::npos)
+      << report_text(file, csv);
 }
 
 TEST_F(ReportTest, UnknownMetricOrSchemaIsAnError) {

@@ -166,6 +166,13 @@ void flatten_header(const Json& document, std::initializer_list<std::string_view
   }
 }
 
+// Rows are matched by key, so a key may appear once per file.
+void require_new_row(const ComparableDocument& document, const std::string& key, const std::string& where) {
+  for (const ComparableRow& earlier : document.rows) {
+    if (earlier.key == key) fail_at(document.path, where, fmt::format("the {} '{}' appears twice", document.row_noun, key));
+  }
+}
+
 ComparableRow& row_for(ComparableDocument& document, const std::string& key) {
   for (ComparableRow& row : document.rows) {
     if (row.key == key) return row;
@@ -267,9 +274,7 @@ ComparableDocument sweep_document(const Json& document, const std::string& path,
       const auto tables = run.find(section);
       if (tables != run.end() && tables->is_object()) attach_layer_tables(*tables, section, layer_labels, run_flattener, row);
     }
-    for (const ComparableRow& earlier : out.rows) {
-      if (earlier.key == row.key) fail_at(path, where, fmt::format("the run '{}' appears twice", row.key));
-    }
+    require_new_row(out, row.key, where);
     out.rows.push_back(std::move(row));
   }
   return out;
@@ -283,9 +288,7 @@ ComparableDocument bounds_document(const Json& document, const std::string& path
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::string where = fmt::format("rows[{}]", i);
     const std::string key = identity_key(rows[i], {"dim", "bits"}, path, where);
-    for (const ComparableRow& earlier : out.rows) {
-      if (earlier.key == key) fail_at(path, where, fmt::format("the row '{}' appears twice", key));
-    }
+    require_new_row(out, key, where);
     ComparableRow& row = row_for(out, key);
     const Flattener row_flattener{include_timing, &row.context};
     for (const auto& [member, value] : rows[i].items()) {
@@ -300,16 +303,17 @@ ComparableDocument bounds_document(const Json& document, const std::string& path
   // Histograms join their (dim, bits) row, one group of quantities per estimator.
   if (document.contains("histograms")) {
     const Json& histograms = require_array(document, "histograms", path);
+    std::set<std::string> seen;
     for (std::size_t i = 0; i < histograms.size(); ++i) {
       const std::string where = fmt::format("histograms[{}]", i);
       const std::string key = identity_key(histograms[i], {"dim", "bits"}, path, where);
       const std::string estimator = identity_key(histograms[i], {"estimator"}, path, where);
+      if (!seen.insert(key + " " + estimator).second) {
+        fail_at(path, where, fmt::format("a second histogram for {} {}", key, estimator));
+      }
       ComparableRow& row = row_for(out, key);
       const Flattener row_flattener{include_timing, &row.context};
       const std::string base = fmt::format("histograms[{}]", estimator);
-      if (find_quantity(row, base + ".bins") != nullptr) {
-        fail_at(path, where, fmt::format("a second histogram for {} {}", key, estimator));
-      }
       for (const auto& [member, value] : histograms[i].items()) {
         if (member == "dim" || member == "bits" || member == "estimator" || row_flattener.skipped(member)) continue;
         row_flattener.quantities(value, join_path(base, member), row.quantities);
@@ -332,9 +336,7 @@ ComparableDocument codebook_document(const Json& document, const std::string& pa
   }
   for (const auto& [where, codebook] : codebooks) {
     const std::string key = identity_key(*codebook, {"dim", "bits", "distribution"}, path, where);
-    for (const ComparableRow& earlier : out.rows) {
-      if (earlier.key == key) fail_at(path, where, fmt::format("the codebook '{}' appears twice", key));
-    }
+    require_new_row(out, key, where);
     ComparableRow row{key, {}, {}};
     const Flattener row_flattener{include_timing, &row.context};
     for (const auto& [member, value] : codebook->items()) {

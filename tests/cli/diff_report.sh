@@ -1,5 +1,5 @@
 # tqlab diff and tqlab report through the real binary: exit 0 for a file against itself
-# (every committed results/*.json included), 1 for changed metrics, runs, config or data (the
+# (every committed results/*.json included, and each of them reported), 1 for changed metrics, runs, config or data (the
 # sha256 said loudly), within-SE changes marked and counted unless --ignore-within-se, --metric,
 # --rtol, --json that parses, bounds and codebook files matched by dim/bits; report's Markdown and
 # CSV; every bad input exit 2 with one line naming the file.
@@ -31,7 +31,8 @@ expect_exit 1 "attn_kl moved by 50%" -- "$TQLAB" diff a.json moved.json
 expect_contains out.txt "run k=tq:b=3 v=tq:b=3 window=0 sink=0 seeds=0,1" "attn_kl" "+50%" "the files differ"
 grep -q "k_rel_mse" out.txt && fail "unchanged k_rel_mse is listed: $(cat out.txt)"
 expect_exit 0 "--metric k_rel_mse leaves attn_kl out" -- "$TQLAB" diff a.json moved.json --metric k_rel_mse
-expect_exit 1 "--metric attn_kl (repeated)" -- "$TQLAB" diff a.json moved.json --metric k_rel_mse --metric attn_kl
+expect_exit 1 "--metric is repeatable" -- "$TQLAB" diff a.json moved.json --metric attn_kl --metric k_rel_mse
+expect_exit 1 "--metric before the files" -- "$TQLAB" diff --metric attn_kl a.json moved.json
 expect_exit 0 "--rtol 0.5 forgives 50%" -- "$TQLAB" diff a.json moved.json --rtol 0.5
 expect_exit 1 "--json" -- "$TQLAB" diff a.json moved.json --json
 "$python" - out.txt <<'PY' || fail "diff --json is not the documented tqlab.diff/1 document"
@@ -90,10 +91,11 @@ expect_exit 0 "one codebook" -- "$TQLAB" codebook export --dim 16 --bits 3 -o cb
 expect_exit 1 "another codebook" -- "$TQLAB" diff cb.json cb3.json
 expect_contains out.txt "codebooks only in A (2)" "codebooks only in B (1)" "dim=16 bits=3 distribution=beta"
 
-# ---------------------------------------------------------------- every committed result against itself
+# ---------------------------------------------------------------- every committed result: itself, a table
 for committed in "$root"/results/*.json; do
   [ -e "$committed" ] || continue
   expect_exit 0 "$(basename "$committed") against itself" -- "$TQLAB" diff "$committed" "$committed"
+  expect_exit 0 "$(basename "$committed") as a table" -- "$TQLAB" report "$committed"
 done
 
 # ---------------------------------------------------------------- diff: bad input, exit 2, one line

@@ -1,6 +1,6 @@
 # The README's main command, `tqlab sweep --config configs/quickstart.json`, on the sample the
 # demo writes, gives the numbers committed in results/quickstart.json: any change in numbers
-# shows up in the commit that makes it (regenerate with tools/demo.sh).
+# shows up in the commit that makes it (regenerate with tools/make_results.sh).
 # `tqlab diff` compares them: paths and the git commit are context, numbers agree to its
 # default tolerances (rtol 1e-9, atol 1e-12); a change within the standard error counts too.
 source "$(dirname "$0")/lib.sh" "$@"
