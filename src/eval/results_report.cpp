@@ -121,13 +121,14 @@ std::string markdown(const SweepResultsFile& results, const std::vector<ReportRo
   }
   const auto table_line = [&](const std::vector<std::string>& line) {
     std::string out = "|";
-    for (std::size_t c = 0; c < line.size(); ++c) out += " " + pad(line[c], widths[c], right[c]) + " |";
+    for (std::size_t c = 0; c < line.size(); ++c) out += fmt::format(" {} |", pad(line[c], widths[c], right[c]));
     return out + "\n";
   };
   std::string out = table_line(header);
   out += "|";
   for (std::size_t c = 0; c < header.size(); ++c) {
-    out += right[c] ? " " + std::string(widths[c] - 1, '-') + ": |" : " " + std::string(widths[c], '-') + " |";
+    // Right-aligned columns end their rule in ':' (Markdown's alignment mark).
+    out += fmt::format(" {}{} |", std::string(widths[c] - (right[c] ? 1 : 0), '-'), right[c] ? ":" : "");
   }
   out += "\n";
   for (const auto& line : cells) out += table_line(line);
