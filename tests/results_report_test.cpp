@@ -88,7 +88,8 @@ TEST_F(ReportTest, ParetoFrontAndBestAtEachBudgetByHand) {
   EXPECT_EQ(marked(rows, &ReportRow::best_at_bits), (std::vector<std::string>{"a", "c", "e", "f"}));
   // A run with more bits and a strictly lower kl than every cheaper one is on the front,
   // and one that is dominated is not, even if it is alone at its budget.
-  const std::vector<ReportRow> two = report_rows(results({{"x", 3, 0.1}, {"y", 4, 0.2}}));
+  const SweepResultsFile pair = results({{"x", 3, 0.1}, {"y", 4, 0.2}});
+  const std::vector<ReportRow> two = report_rows(pair);
   EXPECT_EQ(marked(two, &ReportRow::pareto_front), (std::vector<std::string>{"x"}));
   EXPECT_EQ(marked(two, &ReportRow::best_at_bits), (std::vector<std::string>{"x", "y"}));
 }

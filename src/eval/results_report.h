@@ -49,7 +49,8 @@ struct ReportRow {
   bool best_at_bits = false;
 };
 
-/// The runs in table order, with their marks.
+/// The runs in table order, with their marks. The rows point into `results`,
+/// which must outlive them.
 std::vector<ReportRow> report_rows(const SweepResultsFile& results);
 
 /// "0.0310 ± 0.0021": the se to two significant digits and the mean to the same
