@@ -89,7 +89,7 @@ def safetensors_cases():
         "st_shape_mismatch.safetensors": safetensors_bytes(
             {"layers.0.k": entry("F16", [4, 16], 0, 64)}, data_64),
         "st_unsupported_dtype.safetensors": safetensors_bytes(
-            {"layers.0.k": entry("I8", [8, 8], 0, 64)}, data_64),
+            {"layers.0.k": entry("C64", [8, 8], 0, 64)}, data_64),
         "st_negative_extent.safetensors": safetensors_bytes(
             {"layers.0.k": entry("F16", [-4, 8], 0, 64)}, data_64),
         # A shape whose byte count does not fit in 64 bits.
@@ -143,13 +143,15 @@ def npy_cases():
         "npy_fortran_maybe.npy": npy_bytes(npy_header(fortran="'maybe'"), data_64),
         "npy_fortran_missing.npy": npy_bytes("{'descr': '<f2', 'shape': (4, 8), }", data_64),
         "npy_fortran_short.npy": npy_bytes(npy_header(fortran="True", shape="(8, 8)"), data_64),
-        "npy_unsupported_dtype.npy": npy_bytes(npy_header(descr="<i2"), data_64),
+        "npy_unsupported_dtype.npy": npy_bytes(npy_header(descr="<c8"), data_64),
         "npy_2gb_shape.npy": npy_bytes(npy_header(shape=str(tuple(TWO_GIB_SHAPE))), bytes(1024)),
         "npy_nonfinite.npy": npy_bytes(npy_header(), f16_bytes([math.nan, math.inf] + ramp(30))),
         "npy_empty.npy": npy_bytes(npy_header(shape="(0,)"), b""),
         "npy_zero_axis.npy": npy_bytes(npy_header(shape="(3, 0, 8)"), b""),
-        # bfloat16 bits stored as '<u2': readable only with --bf16.
-        "npy_raw16.npy": npy_bytes(npy_header(descr="<u2"), data_64),
+        # bfloat16 bits stored as '|V2' (ml_dtypes' bfloat16): readable only with --bf16.
+        "npy_raw16.npy": npy_bytes(npy_header(descr="|V2"), data_64),
+        # ... and as '<u2': an unsigned 16-bit tensor, or bfloat16 with --bf16.
+        "npy_u16.npy": npy_bytes(npy_header(descr="<u2"), data_64),
     }
 
 
@@ -160,7 +162,7 @@ def npy_cases():
 
 class ZipMember:
     def __init__(self, name, payload, deflate=False, declared_size=None, crc=None):
-        self.name = name.encode()
+        self.name = name if isinstance(name, bytes) else name.encode()
         self.method = 8 if deflate else 0
         if deflate:
             compressor = zlib.compressobj(9, zlib.DEFLATED, -15)  # raw deflate, as zip stores it
