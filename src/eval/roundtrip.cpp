@@ -214,7 +214,7 @@ RoundtripReport run_roundtrip(const std::string& input_path, const std::string& 
     for (std::size_t j = 0; j < i; ++j) {
       if (work[i].view == work[j].view) {
         fail("'{}': tensor '{}' is named by two templates (keys '{}', values '{}', queries '{}')", file->path(),
-             work[i].view->name, data.keys, data.values, data.queries);
+             printable(work[i].view->name), data.keys, data.values, data.queries);
       }
     }
   }

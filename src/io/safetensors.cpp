@@ -151,8 +151,8 @@ HeaderEntry parse_entry(const std::string& path, const std::string& name, const 
     for (const auto& item : value.items()) {
       const std::string& key = item.key();
       if (key != "dtype" && key != "shape" && key != "data_offsets") {
-        fail("'{}': tensor '{}' has an unexpected key \"{}\" (an entry holds exactly {})", path, shown, key,
-             kEntryKeys);
+        fail("'{}': tensor '{}' has an unexpected key \"{}\" (an entry holds exactly {})", path, shown,
+             printable(key), kEntryKeys);
       }
     }
   }

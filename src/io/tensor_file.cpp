@@ -246,7 +246,8 @@ std::uint64_t widened_element(const TensorView& tensor, std::int64_t offset) {
     case DType::i64: return extend(load<std::int64_t>(at, big));
     default: break;
   }
-  throw InternalError(fmt::format("tensor '{}' of {} holds no integers", tensor.name, dtype_name(tensor.dtype)));
+  throw InternalError(
+      fmt::format("tensor '{}' of {} holds no integers", printable(tensor.name), dtype_name(tensor.dtype)));
 }
 
 }  // namespace
