@@ -1,7 +1,8 @@
 # Every dtype a tensor file can hold, through the real binary: `inspect` lists each one (exact
 # min/max for integers, bools as 0/1), `roundtrip` copies every tensor it does not quantize byte
 # for byte (a safetensors file holding every safetensors dtype, an .npz of token ids, masks and
-# positions), fp8 keys and values are quantized, and an integer tensor named as keys is refused.
+# positions), fp8 keys and values are quantized and swept, and an integer tensor named as keys
+# is refused by roundtrip and sweep alike.
 # Inputs: tests/data/io/all_dtypes.safetensors and ints.npz (tools/make_io_fixtures.py), and
 # files built here with numpy (tools/kv_dump_format.py's writer).
 source "$(dirname "$0")/lib.sh" "$@"
@@ -135,9 +136,25 @@ expect_exit 0 "roundtrip fp8 keys and values" -- "$TQLAB" roundtrip fp8.safetens
 compare fp8.safetensors fp8_out.safetensors >cmp.txt || fail "fp8: $(cat cmp.txt)"
 grep -qE '^layers\.0\.k +key +tq:b=4 +f8_e4m3 ' out.txt || fail "roundtrip table lacks the fp8 keys: $(cat out.txt)"
 
+# sweep reads the same dumps through the same view: fp8 keys and values are swept.
+cat > fp8_sweep.json <<'JSON'
+{"name": "fp8", "data": {"path": "fp8.safetensors", "queries": null}, "runs": [{"k": "tq:b=4", "v": "tq:b=4"}],
+ "out": "fp8_result.json"}
+JSON
+expect_exit 0 "sweep fp8 keys and values" -- "$TQLAB" sweep --config fp8_sweep.json --quiet
+"$python" -c 'import json; d = json.load(open("fp8_result.json")); assert d["data"]["dtypes"]["keys"] == "f8_e4m3" and d["data"]["dtypes"]["values"] == "f8_e5m2", d["data"]; assert 0 < d["runs"][0]["metrics"]["k_rel_mse"]["mean"] < 0.05' ||
+  fail "sweep of fp8 keys and values"
+
 # ------------------------------------------------- only floats are keys
 expect_exit 2 "integer tensor as keys" -- "$TQLAB" roundtrip every.safetensors --keys 'i{layer}' --layers 64 \
   --k tq:b=4 --v tq:b=4 -o never.safetensors
 expect_error_line "'every.safetensors'" "tensor 'i64'" "is i64" "must be floats" "f8_e4m3"
 [ -e never.safetensors ] && fail "a refused roundtrip wrote its output"
+cat > ids_sweep.json <<'JSON'
+{"name": "ids", "data": {"path": "every.safetensors", "keys": "i{layer}", "layers": "64"},
+ "runs": [{"k": "tq:b=4", "v": "tq:b=4"}], "out": "never.json"}
+JSON
+expect_exit 2 "sweep of an integer tensor as keys" -- "$TQLAB" sweep --config ids_sweep.json --quiet
+expect_error_line "'every.safetensors'" "tensor 'i64' (template 'i{layer}') is i64" "must be floats"
+[ -e never.json ] && fail "a refused sweep wrote its results"
 finish
