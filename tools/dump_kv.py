@@ -34,13 +34,16 @@ post-RoPE, exactly what the model attends with, q_norm included where the model 
 `scaling` the model passes, then runs transformers' own SDPA attention, so the model's outputs are
 unchanged. The same name is registered in AttentionMaskInterface so the causal mask is built as for
 SDPA. Covered: architectures whose attention goes through that registry with a `layer_idx` on the
-module, i.e. Llama/Mistral/Qwen2/Qwen3-style q_proj + rotary attention and most decoder-only
-models of transformers >= 4.51 (Gemma, Phi-3, OLMo, DeepSeek-V3's MLA with K 192 / V 128 among
-them). A model that does not use the registry (older or remote-code models) records no queries:
-the script then stops and says so; `--no-queries` writes keys and values only.
-Not represented in the dump: logit soft-capping (Gemma 2) and sliding windows are recorded in the
-metadata when the model passes them, but tqlab's attention metrics do not apply them; a
-sliding-window cache that keeps fewer tokens than the text is refused (use --max-tokens).
+module: Llama/Mistral/Qwen2/Qwen3-style q_proj + rotary attention, which this script was written
+against, and by the same mechanism other decoder-only models of transformers >= 4.51 that use the
+registry (MLA models such as DeepSeek-V3, with K 192 / V 128, hand it the same post-RoPE q, k, v;
+not run here). A model that does not use the registry (older or remote-code models) records no
+queries: the script then stops and says so; `--no-queries` writes keys and values only.
+Not covered: logit soft-capping (Gemma 2), which SDPA cannot do, so the script refuses such models
+rather than dump hidden states the real model never has. Sliding windows are applied by the mask
+as the model asks and recorded in the metadata (sliding_window_layers), but tqlab's attention
+metrics attend to every earlier token of a chunk; a sliding-window cache that keeps fewer tokens
+than the text is refused (use --max-tokens at most the window).
 
 Tested here (no torch): tools/kv_dump_format.py, by tests/cli/kv_dump_format.sh, which writes dumps
 shaped like real models and reads them back with tqlab. Not tested here: everything that needs
@@ -108,7 +111,7 @@ class QueryCapture:
     def __init__(self):
         self.queries = {}   # layer -> tensor [batch, q_heads, tokens, head_dim], on the CPU
         self.scaling = {}   # layer -> float or None
-        self.extras = {}    # layer -> {"softcap": ..., "sliding_window": ...} when the model passes them
+        self.extras = {}    # layer -> {"sliding_window": ...} when the model passes one
 
     def __call__(self, module, query, key, value, attention_mask, *args, **kwargs):
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -118,9 +121,15 @@ class QueryCapture:
             fail(f"attention module {type(module).__name__} has no layer_idx: cannot tell its layer")
         if layer in self.queries:
             fail(f"layer {layer}'s attention ran twice in one forward pass (shared layers?); not supported")
+        if kwargs.get("softcap"):
+            # SDPA, which this function hands the computation to, has no logit soft-capping:
+            # every later layer would see other hidden states than the real model's.
+            fail(f"layer {layer} caps its attention logits (softcap={kwargs['softcap']}, e.g. Gemma 2), which the "
+                 "SDPA attention this capture runs cannot do; this architecture is not covered")
         self.queries[layer] = query.detach().to("cpu")
         self.scaling[layer] = kwargs.get("scaling")
-        self.extras[layer] = {name: kwargs[name] for name in ("softcap", "sliding_window") if kwargs.get(name)}
+        if kwargs.get("sliding_window"):
+            self.extras[layer] = {"sliding_window": kwargs["sliding_window"]}
         return sdpa_attention_forward(module, query, key, value, attention_mask, *args, **kwargs)
 
 
@@ -270,9 +279,9 @@ def dump(args):
         "torch": torch.__version__,
         "transformers": transformers.__version__,
     }
-    extras = {key: value for layer_extras in capture.extras.values() for key, value in layer_extras.items()}
-    if extras:
-        metadata["not_applied_by_tqlab"] = json.dumps(extras, default=str)
+    if capture.extras:  # tqlab's attention metrics attend to every earlier token of a chunk
+        metadata["sliding_window_layers"] = json.dumps({str(k): v["sliding_window"] for k, v in capture.extras.items()},
+                                                       default=str)
     position_ids = torch.arange(tokens, dtype=torch.int64).unsqueeze(0)
     extra_tensors = {name: tensor.to("cpu").to(torch.int64).numpy()
                      for name, tensor in (("input_ids", input_ids), ("attention_mask", attention_mask),
