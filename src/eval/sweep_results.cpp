@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "core/parallel.h"
+#include "core/text.h"
 #include "eval/kv_slab.h"
 #include "io/results_document.h"
 #include "tqlab_version.h"
@@ -56,7 +57,7 @@ Json config_json(const SweepPlan& plan) {
   const SweepConfig& config = plan.config;
   const KvDump& dump = *plan.dump;
   Json data;
-  data["path"] = config.data.path;
+  data["path"] = json_text(config.data.path);  // --data comes from the command line: any bytes
   data["keys"] = config.data.kv.keys;
   data["values"] = config.data.kv.values;
   data["queries"] = config.data.kv.queries.empty() ? Json(nullptr) : Json(config.data.kv.queries);
@@ -87,7 +88,7 @@ std::string tensor_dtype(const KvDump& dump, Role role) {
 Json data_json(const SweepPlan& plan, const SweepResults& results, const DataIdentity& identity) {
   const KvDump& dump = *plan.dump;
   Json out;
-  out["path"] = plan.config.data.path;
+  out["path"] = json_text(plan.config.data.path);
   out["bytes"] = identity.bytes;
   out["sha256"] = identity.sha256;
   out["format"] = dump.file().format();
