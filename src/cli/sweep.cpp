@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/sha256.h"
+#include "eval/needle.h"
 #include "eval/sweep.h"
 #include "eval/sweep_results.h"
 
@@ -109,6 +110,11 @@ int run_sweep_command(const SweepCommandOptions& options) {
   }
   const SweepResults results = run_sweep(plan, sweep_options);
   progress.finish();
+  if (results.needle_trials_measured < results.needle_trials) {
+    log::warn("needle: {} of {} planted-needle trials were not measured (a slab that lost tokens, a zero query, or "
+              "a query so short that its needle would be over {}x the longest key; 'needle.unmeasured_trials')",
+              results.needle_trials - results.needle_trials_measured, results.needle_trials, kMaxPlantedKeyNormRatio);
+  }
 
   DataIdentity identity;
   identity.bytes = std::filesystem::file_size(data_path);

@@ -133,6 +133,18 @@ PlantedNeedle plant_needle(int dim, const std::vector<double>& logits, int j_loc
   return planted;
 }
 
+bool needle_is_plantable(const PlantedNeedle& planted, int dim, int attended, const ChunkGeometry& chunk,
+                         const float* keys) {
+  double longest = 0;
+  for (int i = 0; i < attended; ++i) {
+    const float* key = keys + static_cast<std::size_t>(chunk.start + i) * dim;
+    longest = std::max(longest, dot(dim, key, key));
+  }
+  const double planted_norm_squared = dot(dim, planted.key.data(), planted.key.data());
+  return std::isfinite(planted_norm_squared) &&
+         planted_norm_squared <= kMaxPlantedKeyNormRatio * kMaxPlantedKeyNormRatio * longest;
+}
+
 NeedleOutcome measure_needle(const std::vector<double>& exact_logits, const std::vector<double>& quantized_logits,
                              int j_local, double planted_logit, double exact_weight, const ExactTokens& exact,
                              const ChunkGeometry& chunk, int query_local) {

@@ -51,6 +51,18 @@ struct PlantedNeedle {
   double exact_weight = 0;       ///< P_j with the planted key
 };
 
+/// A trial is measured only when the key it plants at the largest margin is at
+/// most this many times longer than the longest key its query attends. delta
+/// grows as 1/|q|: a query of (nearly) zero norm would need a key millions of
+/// times longer than the data's, which measures a quantizer's range rather
+/// than its precision (and overflows every format with fp16 norms).
+constexpr double kMaxPlantedKeyNormRatio = 16;
+
+/// Whether `planted` keeps within kMaxPlantedKeyNormRatio of the longest of
+/// the `attended` keys of `chunk` (keys: the sequence's, tokens x dim).
+bool needle_is_plantable(const PlantedNeedle& planted, int dim, int attended, const ChunkGeometry& chunk,
+                         const float* keys);
+
 /// The exact logits of query q over the keys of its chunk it attends
 /// (chunk.start .. chunk.start + attended - 1), in double, scale included.
 /// keys: the sequence's keys (tokens x dim).

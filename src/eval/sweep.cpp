@@ -190,6 +190,7 @@ class SweepRunner {
 
     SweepResults results = summarize();
     results.needle_trials = static_cast<int>(trials_.size());
+    results.needle_trials_measured = measured_trials_;
     results.synthetic_trials = synthetic_trials;
     results.timing = timing_;
     results.timing.threads = threads;
@@ -423,14 +424,21 @@ class SweepRunner {
       if (data.compacted) continue;
       const float* q = data.queries[static_cast<std::size_t>(pick.q_head % group)].data() + static_cast<std::size_t>(pick.query) * dim;
       if (std::all_of(q, q + dim, [](float value) { return value == 0.0f; })) continue;
-      out.trials.push_back(static_cast<int>(trial));
-      for (ItemRunSeed& run : out.runs) run.needle.emplace_back(margins_.size());
       const ChunkGeometry chunk{pick.query / config.chunk * config.chunk,
                                 std::min(config.chunk, data.tokens - pick.query / config.chunk * config.chunk)};
       const int query_local = pick.query - chunk.start;
       const int key_local = pick.key - chunk.start;
       const int attended = attended_keys(chunk, config.causal, query_local);
       const std::vector<double> exact_logits = needle_logits(dim, attended, chunk, q, data.keys.data(), scale);
+      // Nor one whose needle would lie far outside the data's range (needle.h).
+      const float* k_j = data.keys.data() + static_cast<std::size_t>(pick.key) * dim;
+      const double largest_margin = *std::max_element(margins_.begin(), margins_.end());
+      if (!needle_is_plantable(plant_needle(dim, exact_logits, key_local, q, k_j, scale, largest_margin), dim,
+                               attended, chunk, data.keys.data())) {
+        continue;
+      }
+      out.trials.push_back(static_cast<int>(trial));
+      for (ItemRunSeed& run : out.runs) run.needle.emplace_back(margins_.size());
       // Quantizers whose tokens are independent: the other keys are the item's
       // quantization (k + delta), and only the planted key is quantized again.
       std::map<int, std::vector<double>> unplanted_logits;
@@ -446,8 +454,7 @@ class SweepRunner {
         }
       }
       for (std::size_t m = 0; m < margins_.size(); ++m) {
-        const PlantedNeedle planted = plant_needle(dim, exact_logits, key_local, q,
-                                                   data.keys.data() + static_cast<std::size_t>(pick.key) * dim, scale, margins_[m]);
+        const PlantedNeedle planted = plant_needle(dim, exact_logits, key_local, q, k_j, scale, margins_[m]);
         std::vector<double> planted_logits = exact_logits;
         const double planted_logit = needle_logits(dim, 1, ChunkGeometry{0, 1}, q, planted.key.data(), scale)[0];
         planted_logits[static_cast<std::size_t>(key_local)] = planted_logit;
@@ -496,6 +503,7 @@ class SweepRunner {
       skipped_keys_ += out.skipped_keys;
       skipped_values_ += out.skipped_values;
       skipped_queries_ += out.skipped_queries;
+      measured_trials_ += static_cast<int>(out.trials.size());
       if (out.tokens == 0) continue;
       for (int rs = 0; rs < run_seeds_; ++rs) {
         RunSeedTotals& totals = totals_[static_cast<std::size_t>(rs)];
@@ -610,6 +618,7 @@ class SweepRunner {
   std::vector<RunSeedTotals> totals_;
   SweepTiming timing_;
   std::int64_t skipped_keys_ = 0, skipped_values_ = 0, skipped_queries_ = 0;
+  int measured_trials_ = 0;
 };
 
 // --- Summaries -------------------------------------------------------------

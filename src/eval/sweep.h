@@ -83,7 +83,9 @@ struct SweepTiming {
 
 struct SweepResults {
   std::vector<RunResult> runs;  ///< in plan order
-  int needle_trials = 0;        ///< planted-needle trials run (0 when none could be placed)
+  int needle_trials = 0;        ///< planted-needle trials placed (0 when none could be)
+  int needle_trials_measured = 0;  ///< of those, measured: not in a slab that lost tokens, query not
+                                   ///< zero, needle plantable (needle.h)
   int synthetic_trials = 0;
   std::int64_t skipped_key_vectors = 0, skipped_value_vectors = 0, skipped_query_vectors = 0;
   SweepTiming timing;

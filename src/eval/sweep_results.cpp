@@ -184,6 +184,9 @@ nlohmann::ordered_json sweep_results_json(const SweepPlan& plan, const SweepResu
   out["needle"] = {{"trials", results.needle_trials},
                    {"margins", plan.config.metrics.needle_options.margins},
                    {"synthetic_trials", results.synthetic_trials}};
+  if (results.needle_trials_measured < results.needle_trials) {
+    out["needle"]["unmeasured_trials"] = results.needle_trials - results.needle_trials_measured;
+  }
   Json runs = Json::array();
   for (const RunResult& result : results.runs) runs.push_back(run_json(plan, result));
   out["runs"] = runs;
