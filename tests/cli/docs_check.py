@@ -2,9 +2,10 @@
 """Checks that the user documentation stands alone and matches the binary.
 
     docs_check.py reference TQLAB REPO   every subcommand and flag of `TQLAB --help` and each
-                                         subcommand's --help, every schema a help text names, and
-                                         every method and option of `TQLAB list --json`, appear in
-                                         REPO/docs/REFERENCE.md where they belong
+                                         subcommand's --help, every schema a help text names, every
+                                         method and option of `TQLAB list --json`, and every metric
+                                         of results/quickstart.json appear in REPO/docs/REFERENCE.md
+                                         where they belong (metrics defined in docs/SWEEP.md too)
     docs_check.py links REPO             README.md and docs/*.md name nothing outside the
                                          repository (the team's ../shared folder, its design
                                          notes and source documents), and every relative link in
@@ -169,6 +170,21 @@ def check_reference(tqlab, repo):
         for schema in sorted({s for text in helps.values() for s in re.findall(r"tqlab\.[a-z]+/\d+", text)}):
             if f"`{schema}`" not in documents:
                 problems.append(f"'JSON documents' lacks the schema {schema} that a --help text names")
+
+    # Metric names from a committed results file; the margin of a needle metric is written @M.
+    metrics_body = section("Sweep metrics")
+    sweep_doc = sections(unescape_tables((Path(repo) / "docs" / "SWEEP.md").read_text(encoding="utf-8")))
+    definitions = sweep_doc.get("Metrics", "")
+    results = json.loads((Path(repo) / "results" / "quickstart.json").read_text(encoding="utf-8"))
+    names = set()
+    for result_run in results["runs"]:
+        names.update(result_run["bits"])
+        names.update(re.sub(r"@[0-9.]+$", "@M", name) for name in result_run["metrics"])
+    for name in sorted(names):
+        if metrics_body is not None and f"`{name}`" not in metrics_body:
+            problems.append(f"'Sweep metrics' lacks the metric {name} of results/quickstart.json")
+        if f"`{name}`" not in definitions:
+            problems.append(f"docs/SWEEP.md's 'Metrics' section does not define {name}")
 
     listing = json.loads(run([tqlab, "list", "--json"]))
     specs = section("Quantizer specs")
