@@ -2,9 +2,10 @@
 """Compares the statistics of `tqlab synth` tensors with a real KV dump (docs/SYNTH.md).
 
     /usr/bin/python3 tools/compare_synth.py --tqlab build/tqlab \\
-        [--real ../shared/data/stories260k_qkv.safetensors] [--out-dir DIR]
+        --real STORIES260K_DUMP.safetensors [--out-dir DIR]
 
-Writes two synthetic files with `tqlab synth` (one shaped like the real dump, one with synth's
+The real dump is one of llama2.c's stories260K model (5 layers, 4 sequences of 256 tokens, head
+dim 8) in tqlab's names; it is not part of the repository. Writes two synthetic files with `tqlab synth` (one shaped like the real dump, one with synth's
 defaults), runs `tqlab inspect --json` on all three files, and prints a Markdown table per file
 with, per layer:
 
@@ -36,7 +37,6 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_REAL = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "stories260k_qkv.safetensors"
 NUMPY_DTYPES = {"F16": np.float16, "BF16": None, "F32": np.float32, "F64": np.float64}
 
 
@@ -176,7 +176,7 @@ def print_row(label, s):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tqlab", required=True, help="the tqlab binary")
-    parser.add_argument("--real", type=Path, default=DEFAULT_REAL, help="the real dump (default: %(default)s)")
+    parser.add_argument("--real", type=Path, required=True, help="the real dump (stories260K, safetensors)")
     parser.add_argument("--out-dir", type=Path, help="where to write the synth files (default: a temporary dir)")
     parser.add_argument("--seed", type=int, default=0, help="synth seed (default: %(default)s)")
     args = parser.parse_args()

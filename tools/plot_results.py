@@ -20,7 +20,7 @@ Per sweep results file STEM:
                                layer, read from the tensor file (results hold no norms;
                                safetensors only; a sha256 other than the results' is
                                a warning)
-Per bounds file STEM (seed 003's figures; --dim picks the dimension of the first two,
+Per bounds file STEM (the TurboQuant paper's inner-product error figures; --dim picks the dimension of the first two,
 default 128 when measured, else the largest):
   bounds_ip_error-STEM.png        histograms of the inner-product error <y,Q(x)> - <y,x>
                                   per estimator (rows) and bit width (columns)
@@ -275,7 +275,7 @@ def plot_norm_ratio(path, document, dump, directory, written):
     save(figure, directory, f"kv_norm_ratio-{stem(path)}.png", written)
 
 
-# ------------------------------------------------------------------ verify-bounds figures (seed 003)
+# ------------------------------------------------------------------ verify-bounds figures
 def chosen_dim(path, document, wanted):
     dims = sorted({row["dim"] for row in document["rows"]})
     if not dims:

@@ -98,7 +98,7 @@ void print_report(const BoundsReport& report) {
                fmt::join(cells, "  "));
   }
 
-  fmt::print("\nInner-product estimators, d*E[err^2] at <y,x> = {} (seed 001's table is at d = 128)\n",
+  fmt::print("\nInner-product estimators, d*E[err^2] at <y,x> = {} (a published reproduction's table is at d = 128)\n",
              fmt::join(options.inner_products, " / "));
   fmt::print("{:>5} {:>2}  {:<26}  {:<26}  {:<26}  {}\n", "dim", "b", "biased <y,Q(x)>", "debiased /(1 - D_b)",
              "prod", "largest |z| of the biases");
@@ -178,9 +178,10 @@ void setup_verify_bounds(CLI::App& app, int& exit_code) {
       "verify-bounds",
       "Check TurboQuant's theory per (dim, bits): D_mse from the Lloyd-Max codebook's integrals against\n"
       "Monte Carlo (uniform unit vectors quantized directly, and through the real tq quantizer with\n"
-      "rot=haar and rot=hadamard) and against Theorem 1's bounds and the paper's values; Theorem 2 (prod)\n"
-      "measured against its prediction, with the paper's constants and the b = 4 erratum; the biased,\n"
-      "debiased and prod inner-product estimators against seed 001's table; error histograms in the JSON.\n"
+      "rot=haar, hadamard and hadamard2) and against Theorem 1's bounds and the paper's values; one-hot\n"
+      "inputs per rotation; Theorem 2 (prod) measured against its prediction, with the paper's constants\n"
+      "and the b = 4 erratum; the biased, debiased and prod inner-product estimators against a published\n"
+      "reproduction's table (d = 128); error histograms in the JSON.\n"
       "Exit 0 when every check holds, 1 when any fails (each is named), 2 on bad arguments.");
   command->add_option("--dims", bounds.dims, "Dimensions d, 2..4096 (comma list)")
       ->delimiter(',')
