@@ -2,20 +2,24 @@
 # Regenerates every committed results file: each config in configs/ on the synthetic sample
 # (results/NAME.json) and, when a real dump is given, on it too (results/NAME.tinyllama.json; the
 # committed ones come from a small Llama-style model, head dim 64, 4 layers, 8 sequences of 256
-# tokens, which is not part of the repository). Usage: tools/make_results.sh [REAL_DUMP.safetensors]
+# tokens, which is not part of the repository).
+# Usage: [BUILD_DIR=build] tools/make_results.sh [REAL_DUMP.safetensors]
 # Run after any change that moves numbers, and commit the results with that change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 real=${1:-}
-[ -x build/tqlab ] || bash tools/build.sh
-[ -f data/sample_kv.safetensors ] || ./build/tqlab synth -o data/sample_kv.safetensors
+# Always (re)build: results made by a stale binary would be committed as the new code's.
+build_dir=${BUILD_DIR:-build}
+BUILD_DIR=$build_dir bash tools/build.sh >/dev/null
+tqlab=$build_dir/tqlab
+[ -f data/sample_kv.safetensors ] || "$tqlab" synth -o data/sample_kv.safetensors
 for config in configs/*.json; do
   name=$(basename "$config" .json)
   echo "== $name (synthetic sample)"
-  ./build/tqlab sweep --config "$config" --quiet --out "results/$name.json"
+  "$tqlab" sweep --config "$config" --quiet --out "results/$name.json"
   if [ "$name" != quickstart ] && [ -n "$real" ]; then
     echo "== $name ($real)"
-    ./build/tqlab sweep --config "$config" --quiet --data "$real" --out "results/$name.tinyllama.json"
+    "$tqlab" sweep --config "$config" --quiet --data "$real" --out "results/$name.tinyllama.json"
   fi
 done
 [ -n "$real" ] || echo "note: no real dump given: only the synthetic results were made"
