@@ -245,6 +245,7 @@ class GroupCodec {
     }
     float* norms = row_scales_.data();
     row_norms(n, B, stride, block_rows, norms);
+    bool reciprocals_finite = true;
     for (std::int64_t row = 0; row < n; ++row) {
       const float norm = norms[row];
       const float stored = store_norm(norm, options_.norm, bytes + sections.norms + norm_bytes * slot(first + row, block));
@@ -256,19 +257,29 @@ class GroupCodec {
              context.layer, context.kv_head, first + row, norm, norm_type_name(options_.norm),
              options_.norm == NormType::fp32 ? "" : "; use norm=fp32");
       }
-      // u = x / ||x||, written into the scratch rows (in place when block_rows is rows).
-      const float inverse = norm > 0 ? 1.0f / norm : 0.0f;
+      // norms[row] becomes 1 / ||x|| (0 for a zero block).
+      norms[row] = norm > 0 ? 1.0f / norm : 0.0f;
+      reciprocals_finite = reciprocals_finite && std::isfinite(norms[row]);
+    }
+    const Rotation& rotation = *rotations_[static_cast<std::size_t>(block)];
+    if (reciprocals_finite) {
+      // u = x * (1 / ||x||), rotated: one fused pass for the Hadamard rotation.
+      rotation.forward_scaled(n, block_rows, stride, norms, rows);
+      return;
+    }
+    // A subnormal norm (below 2^-128) has no float reciprocal: x * Inf would be
+    // Inf or NaN. |x_i| <= ||x||, so x_i / ||x|| is finite; such rows divide.
+    for (std::int64_t row = 0; row < n; ++row) {
       const float* in = block_rows + row * stride;
       float* u = rows + row * B;
-      if (std::isfinite(inverse)) {
-        for (int i = 0; i < B; ++i) u[i] = in[i] * inverse;
+      if (std::isfinite(norms[row])) {
+        for (int i = 0; i < B; ++i) u[i] = in[i] * norms[row];
       } else {
-        // A subnormal norm (below 2^-128) has no float reciprocal: x * Inf
-        // would be Inf or NaN. |x_i| <= ||x||, so x_i / ||x|| is finite.
+        const float norm = vector_norm(B, in);
         for (int i = 0; i < B; ++i) u[i] = in[i] / norm;
       }
     }
-    rotations_[static_cast<std::size_t>(block)]->forward(n, rows, rows);
+    rotation.forward(n, rows, rows);
   }
 
   // Finishes block `block` of rows [first, first + n), whose centroids are in
@@ -306,26 +317,33 @@ class GroupCodec {
         for (int i = 0; i < B; ++i) rows[row * B + i] *= scales[row];
       }
     }
-    rotations_[static_cast<std::size_t>(block)]->inverse(n, rows, rows);
+    float* norms = row_scales_.data();
+    for (std::int64_t row = 0; row < n; ++row) {
+      norms[row] = load_norm(bytes + sections.norms + norm_bytes * slot(first + row, block), options_.norm);
+      require_stored_norm(norms[row], "norm", first + row, block);
+    }
+    // Rotated back and times the norm in one pass, straight into out when
+    // the block's channels are contiguous.
     const int* channels = block_channels(block);
     const bool contiguous = is_contiguous(channels);
-    for (std::int64_t row = 0; row < n; ++row) {
-      const std::size_t at = slot(first + row, block);
-      const float norm = load_norm(bytes + sections.norms + norm_bytes * at, options_.norm);
-      require_stored_norm(norm, "norm", first + row, block);
-      float* direction = rows + row * B;
-      for (int i = 0; i < B; ++i) direction[i] *= norm;
+    float* decoded = contiguous ? out + first * dim + channels[0] : rows;
+    const std::int64_t stride = contiguous ? dim : B;
+    if (!rotations_[static_cast<std::size_t>(block)]->inverse_scaled(n, rows, norms, decoded, stride)) {
       // Stored norms are finite, but a norm near the type's largest value
       // times a direction longer than 1 (debias, QJL) can still overflow.
-      if (first_non_finite(B, direction) >= 0) {
-        fail_corrupt(options_.spec(), context_,
-                     fmt::format("token {}, block {} (stored norm {}) decodes beyond float range", first + row, block,
-                                 norm));
+      for (std::int64_t row = 0; row < n; ++row) {
+        if (first_non_finite(B, decoded + row * stride) >= 0) {
+          fail_corrupt(options_.spec(), context_,
+                       fmt::format("token {}, block {} (stored norm {}) decodes beyond float range", first + row,
+                                   block, norms[row]));
+        }
       }
+    }
+    for (std::int64_t row = 0; row < n; ++row) {
+      const std::size_t at = slot(first + row, block);
       float* target = out + (first + row) * dim;
-      if (contiguous) {
-        std::copy_n(direction, B, target + channels[0]);
-      } else {
+      if (!contiguous) {
+        const float* direction = rows + row * B;
         for (int i = 0; i < B; ++i) target[channels[i]] = direction[i];
       }
       if (options_.center == CenterMode::block) {
