@@ -1,11 +1,17 @@
-// fp16 / bf16 conversions: exhaustive round trips and rounding rules.
+// fp16 / bf16 conversions: exhaustive round trips and rounding rules; the dtype table.
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <string>
 
 #include <gtest/gtest.h>
 
 #include "core/dtype.h"
+#include "core/error.h"
+#include "core/fp8.h"
 
 namespace tqlab {
 namespace {
@@ -63,11 +69,84 @@ TEST(DTypeTest, Bf16RoundsTiesToEven) {
   EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(NAN))));
 }
 
+// The safetensors format's list of dtypes (its README), each once, with its size; and our
+// own short names, each once.
+TEST(DTypeTest, TableCoversEverySafetensorsDtype) {
+  const std::pair<std::string_view, std::size_t> codes[] = {
+      {"BOOL", 1}, {"U8", 1},      {"I8", 1},      {"U16", 2}, {"I16", 2},  {"U32", 4}, {"I32", 4}, {"U64", 8},
+      {"I64", 8},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"F16", 2}, {"BF16", 2}, {"F32", 4}, {"F64", 8}};
+  for (const auto& [code, size] : codes) {
+    const auto dtype = dtype_from_safetensors(code);
+    ASSERT_TRUE(dtype.has_value()) << code;
+    EXPECT_EQ(dtype_info(*dtype).safetensors, code);
+    EXPECT_EQ(dtype_size(*dtype), size) << code;
+  }
+  EXPECT_FALSE(dtype_from_safetensors("raw16").has_value());
+  EXPECT_FALSE(dtype_from_safetensors("f16").has_value());
+  std::set<std::string_view> names;
+  for (const DTypeInfo& info : all_dtypes()) {
+    EXPECT_TRUE(names.insert(info.name).second) << info.name;
+    EXPECT_EQ(dtype_name(info.dtype), info.name);
+  }
+  EXPECT_EQ(names.size(), 16u);
+  EXPECT_EQ(float_dtype_names(), "f8_e4m3, f8_e5m2, f16, bf16, f32, f64");
+  EXPECT_EQ(safetensors_codes(), "BOOL, U8, I8, U16, I16, U32, I32, U64, I64, F8_E4M3, F8_E5M2, F16, BF16, F32, F64");
+}
+
+TEST(DTypeTest, KindsSayWhatAQuantizerMayTake) {
+  for (DType dtype : {DType::f8_e4m3, DType::f8_e5m2, DType::f16, DType::bf16, DType::f32, DType::f64}) {
+    EXPECT_TRUE(dtype_is_float(dtype)) << dtype_name(dtype);
+    EXPECT_FALSE(dtype_is_integer(dtype)) << dtype_name(dtype);
+  }
+  for (DType dtype : {DType::boolean, DType::u8, DType::i8, DType::u16, DType::i16, DType::u32, DType::i32,
+                      DType::u64, DType::i64}) {
+    EXPECT_FALSE(dtype_is_float(dtype)) << dtype_name(dtype);
+    EXPECT_TRUE(dtype_is_integer(dtype)) << dtype_name(dtype);
+  }
+  EXPECT_FALSE(dtype_is_float(DType::raw16));
+  EXPECT_FALSE(dtype_is_integer(DType::raw16));
+}
+
+// fp8 elements load exactly and store with fp8.h's rounding and saturation.
+TEST(DTypeTest, Fp8ElementsLoadAndStore) {
+  for (int code = 0; code < 256; ++code) {
+    const auto byte = static_cast<std::uint8_t>(code);
+    const float e4m3 = load_element(&byte, DType::f8_e4m3);
+    const float e5m2 = load_element(&byte, DType::f8_e5m2);
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(e4m3), std::bit_cast<std::uint32_t>(fp8_to_float(byte, Fp8Format::e4m3fn)));
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(e5m2), std::bit_cast<std::uint32_t>(fp8_to_float(byte, Fp8Format::e5m2)));
+  }
+  std::uint8_t out = 0;
+  EXPECT_EQ(store_element(1.0f, DType::f8_e4m3, &out), 1.0f);
+  EXPECT_EQ(out, 0x38);
+  EXPECT_EQ(store_element(1000.0f, DType::f8_e4m3, &out), 448.0f);  // saturates
+  EXPECT_EQ(out, 0x7E);
+  EXPECT_EQ(store_element(-1.0f, DType::f8_e5m2, &out), -1.0f);
+  EXPECT_EQ(out, 0xBC);
+}
+
+// Integers and bools read as float (rounded to 24 bits); a quantizer never stores into them.
+TEST(DTypeTest, IntegerElementsLoadAsFloatAndAreNeverStored) {
+  const std::int64_t big = (std::int64_t{1} << 53) + 1;
+  unsigned char bytes[8];
+  std::memcpy(bytes, &big, 8);
+  EXPECT_EQ(load_element(bytes, DType::i64), 9007199254740992.0f);
+  const std::int16_t minus = -300;
+  std::memcpy(bytes, &minus, 2);
+  EXPECT_EQ(load_element(bytes, DType::i16), -300.0f);
+  EXPECT_EQ(load_element(bytes, DType::u16), static_cast<float>(65536 - 300));
+  bytes[0] = 7;
+  EXPECT_EQ(load_element(bytes, DType::boolean), 1.0f);  // any non-zero byte is true
+  EXPECT_THROW(store_element(1.0f, DType::i32, bytes), InternalError);
+  EXPECT_THROW(store_element(1.0f, DType::boolean, bytes), InternalError);
+}
+
 TEST(DTypeTest, ParseNames) {
   EXPECT_EQ(parse_dtype("fp16"), DType::f16);
   EXPECT_EQ(parse_dtype("bfloat16"), DType::bf16);
   EXPECT_EQ(parse_dtype("f32"), DType::f32);
   EXPECT_FALSE(parse_dtype("int8").has_value());
+  EXPECT_FALSE(parse_dtype("i64").has_value());  // parse_dtype names stored float types only
 }
 
 }  // namespace

@@ -25,19 +25,34 @@ std::string fixture(std::string_view name);
 /// What expected.json says about one tensor of one fixture.
 struct ExpectedTensor {
   std::string name;
-  std::string descr;                 ///< numpy's, e.g. "<f4", ">f8", "|V2"
+  std::string descr;                 ///< numpy's, e.g. "<f4", ">f8", "|V2"; empty for safetensors
+  std::string dtype_code;            ///< safetensors', e.g. "I64"; empty for npy/npz
   std::vector<std::int64_t> shape;
   bool fortran_order = false;
-  std::vector<double> values;        ///< C order
+  std::vector<double> values;        ///< C order (bf16_bits: the bits read as bfloat16)
+  std::vector<std::string> integers; ///< integer types: C order, exactly, in decimal
+  bool bf16_bits = false;            ///< 2-byte values that hold bfloat16 bits
   std::vector<std::byte> bytes;      ///< C order, little-endian
 };
+
+/// The DType a numpy descr ("<i8", "|b1", ">f2", "|V2") is read as without options:
+/// the tests' own table, independent of the reader's.
+DType dtype_of_descr(std::string_view descr);
+
+/// The DType a tensor of `written` reads back as from .npy/.npz without options:
+/// numpy has no bfloat16 or fp8, so bf16 comes back as u16 and fp8 as u8.
+DType dtype_after_npy(DType written);
+
+/// Each element of an integer or bool tensor in C order, exactly, in decimal.
+std::vector<std::string> integer_texts(const TensorView& tensor);
 /// The tensors of fixture `file`, sorted by name.
 std::vector<ExpectedTensor> expected_tensors(std::string_view file);
 /// Every fixture file named in expected.json whose name ends in `suffix`.
 std::vector<std::string> fixture_names(std::string_view suffix);
 
-/// Opens `path` and checks every tensor (values with raw16 read as bf16) against the
-/// fixture in expected.json: names, shape, dtype, byte order, C-order bytes, float values.
+/// Opens `path` and checks every tensor against the fixture in expected.json: names,
+/// shape, dtype, byte order, C-order bytes, exact integers, float values (bfloat16
+/// bits read with raw16_as_bf16).
 void expect_matches_fixture(const std::string& path, std::string_view fixture_name);
 
 /// A fresh directory for the running test, removed with its contents afterwards.

@@ -1,4 +1,6 @@
 // The KV-dump view: layouts, layer discovery, slabs, and the K/V/Q agreement rules.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -9,6 +11,8 @@ namespace tqlab {
 namespace {
 
 using testing::add_f32_tensor;
+using testing::add_raw_tensor;
+using testing::bytes_of;
 using testing::iota_values;
 
 TEST(KvLayoutTest, ParsesAxesInAnyOrder) {
@@ -140,6 +144,61 @@ TEST(KvDumpTest, LayerHeadDimsMayDifferBetweenLayers) {
   EXPECT_EQ(dump.layers()[0].key_dim, 192);
   EXPECT_EQ(dump.layers()[0].value_dim, 128);
   EXPECT_EQ(dump.layers()[1].key_dim, 64);
+}
+
+// Only float tensors are keys, values or queries: a template that names token ids (or any
+// integer, bool or raw tensor) is refused naming the tensor, the template and its dtype.
+TEST(KvDumpTest, KeysValuesAndQueriesMustBeFloats) {
+  KvDumpSpec spec;
+  spec.layout = "head token dim";
+  const std::vector<std::byte> ids = bytes_of(std::vector<std::int32_t>(24, 7));
+  const auto message = [&](const TensorFile& file) {
+    try {
+      KvDump dump(file, spec);
+    } catch (const InputError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  {
+    TensorFile file("dump.safetensors", "safetensors");
+    add_raw_tensor(file, "layers.0.k", DType::i32, {2, 3, 4}, ids);
+    add_f32_tensor(file, "layers.0.v", {2, 3, 4}, iota_values(24));
+    EXPECT_EQ(message(file), "'dump.safetensors': tensor 'layers.0.k' (template 'layers.{layer}.k') is i32, but keys, "
+                             "values and queries must be floats: f8_e4m3, f8_e5m2, f16, bf16, f32, f64");
+  }
+  {
+    TensorFile file("dump.npz", "npz");  // '<u2' in an .npz: perhaps bfloat16 bits
+    add_f32_tensor(file, "layers.0.k", {2, 3, 4}, iota_values(24));
+    add_f32_tensor(file, "layers.0.v", {2, 3, 4}, iota_values(24));
+    add_raw_tensor(file, "layers.0.q", DType::u16, {2, 3, 4}, std::vector<std::byte>(48));
+    EXPECT_NE(message(file).find("tensor 'layers.0.q' (template 'layers.{layer}.q') is u16"), std::string::npos)
+        << message(file);
+    EXPECT_NE(message(file).find("--bf16"), std::string::npos) << message(file);
+  }
+  {
+    TensorFile file("dump.safetensors", "safetensors");
+    add_f32_tensor(file, "layers.0.k", {2, 3, 4}, iota_values(24));
+    add_raw_tensor(file, "layers.0.v", DType::boolean, {2, 3, 4}, std::vector<std::byte>(24));
+    EXPECT_NE(message(file).find("'layers.0.v' (template 'layers.{layer}.v') is bool"), std::string::npos)
+        << message(file);
+  }
+}
+
+// fp8 caches are real: fp8 keys and values are read, exactly, like any other float.
+TEST(KvDumpTest, Fp8KeysAndValuesReadExactly) {
+  TensorFile file("mem", "test");
+  // e4m3 1, 2, -0.5, 448; e5m2 1, -2, 2^-16, 57344.
+  add_raw_tensor(file, "layers.0.k", DType::f8_e4m3, {1, 2, 2},
+                 bytes_of(std::vector<std::uint8_t>{0x38, 0x40, 0xB0, 0x7E}));
+  add_raw_tensor(file, "layers.0.v", DType::f8_e5m2, {1, 2, 2},
+                 bytes_of(std::vector<std::uint8_t>{0x3C, 0xC0, 0x01, 0x7B}));
+  const KvDump dump(file, KvDumpSpec{});
+  std::vector<float> keys(4), values(4);
+  dump.read_keys(0, 0, 0, keys.data());
+  dump.read_values(0, 0, 0, values.data());
+  EXPECT_EQ(keys, (std::vector<float>{1.0f, 2.0f, -0.5f, 448.0f}));
+  EXPECT_EQ(values, (std::vector<float>{1.0f, -2.0f, std::ldexp(1.0f, -16), 57344.0f}));
 }
 
 }  // namespace

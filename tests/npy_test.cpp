@@ -119,13 +119,43 @@ TEST(NpyReadTest, BigEndianReadsLikeLittleEndian) {
   }
 }
 
-TEST(NpyReadTest, Raw16IsBf16OnlyWhenAsked) {
-  const auto raw = TensorFile::open(fixture("bf16_u2.npy"));
+// numpy has no bfloat16: '<u2' is an unsigned 16-bit tensor unless the caller says it holds
+// bfloat16 bits; '|V2' (ml_dtypes' bfloat16) has no meaning of its own and reads as raw16.
+TEST(NpyReadTest, U2IsU16AndV2IsRawUnlessAskedForBf16) {
+  const auto u16 = TensorFile::open(fixture("bf16_u2.npy"));
+  EXPECT_EQ(u16->tensors()[0].dtype, DType::u16);
+  EXPECT_EQ(load_unsigned(u16->tensors()[0], 0), 0xBFC0u);  // the bits of bfloat16 -1.5
+  EXPECT_EQ(all_floats(u16->tensors()[0])[0], 49088.0f);
+  const auto raw = TensorFile::open(fixture("bf16_v2.npy"));
   EXPECT_EQ(raw->tensors()[0].dtype, DType::raw16);
-  EXPECT_TRUE(throws_input_error([&] { all_floats(raw->tensors()[0]); }, {"bf16_u2", "raw 2-byte"}));
-  const auto bf16 = TensorFile::open(fixture("bf16_u2.npy"), OpenOptions{.raw16_as_bf16 = true});
-  EXPECT_EQ(bf16->tensors()[0].dtype, DType::bf16);
-  EXPECT_EQ(all_floats(bf16->tensors()[0])[0], -1.5f);
+  EXPECT_TRUE(throws_input_error([&] { all_floats(raw->tensors()[0]); }, {"bf16_v2", "raw 2-byte", "--bf16"}));
+  for (const char* name : {"bf16_u2.npy", "bf16_u2_be.npy", "bf16_v2.npy"}) {
+    const auto bf16 = TensorFile::open(fixture(name), OpenOptions{.raw16_as_bf16 = true});
+    EXPECT_EQ(bf16->tensors()[0].dtype, DType::bf16) << name;
+    EXPECT_EQ(all_floats(bf16->tensors()[0])[0], -1.5f) << name;
+  }
+}
+
+// Byte order marks as numpy writes them and as it also accepts them: '|' for one-byte
+// types (any mark will do there), '<', '>' or '=' for wider ones.
+TEST(NpyReadTest, IntegerAndBoolDescrs) {
+  ScratchDir dir;
+  const std::string path = dir.file("x.npy");
+  const std::vector<std::byte> data = six_floats();  // 24 bytes
+  const std::vector<std::pair<std::string_view, std::pair<DType, std::int64_t>>> cases = {
+      {"'|b1'", {DType::boolean, 24}}, {"'<b1'", {DType::boolean, 24}}, {"'|u1'", {DType::u8, 24}},
+      {"'|i1'", {DType::i8, 24}},      {"'>u2'", {DType::u16, 12}},     {"'<i2'", {DType::i16, 12}},
+      {"'=u4'", {DType::u32, 6}},      {"'<i4'", {DType::i32, 6}},      {"'>u8'", {DType::u64, 3}},
+      {"'<i8'", {DType::i64, 3}},
+  };
+  for (const auto& [descr, want] : cases) {
+    write_bytes(path, make_npy(fmt::format("{{'descr': {}, 'fortran_order': False, 'shape': ({},)}}", descr,
+                                           want.second),
+                               data));
+    const auto file = TensorFile::open(path);
+    EXPECT_EQ(file->tensors()[0].dtype, want.first) << descr;
+    EXPECT_EQ(file->tensors()[0].big_endian, descr[1] == '>') << descr;
+  }
 }
 
 TEST(NpyReadTest, HeaderParsingAcceptsWhatPythonAccepts) {
@@ -148,7 +178,7 @@ TEST(NpyReadTest, HeaderParsingAcceptsWhatPythonAccepts) {
     EXPECT_EQ(file->tensors()[0].element_count(), 6) << header;
     EXPECT_EQ(file->tensors()[0].byte_size, 24u) << header;
   }
-  // '|V2' and '<u2' hold raw 2-byte values.
+  // '|V2' holds raw 2-byte values.
   const std::string path = dir.file("raw.npy");
   write_bytes(path, make_npy("{'descr': '|V2', 'fortran_order': False, 'shape': (12,)}", data));
   EXPECT_EQ(TensorFile::open(path)->tensors()[0].dtype, DType::raw16);
@@ -162,14 +192,15 @@ TEST(NpyWriteTest, EncodingIsByteIdenticalToNumpy) {
   for (const std::string& name : io_test::fixture_names(".npy")) {
     const std::vector<std::byte> numpy_bytes = read_bytes(fixture(name));
     const io_test::ExpectedTensor want = io_test::expected_tensors(name).at(0);
-    if (want.descr[0] != '<' || want.fortran_order || numpy_bytes[6] != std::byte{1}) continue;
-    const DType dtype = want.descr == "<f2" ? DType::f16 : want.descr == "<f4" ? DType::f32
-                      : want.descr == "<f8" ? DType::f64 : DType::bf16;
+    if (want.descr[0] == '>' || want.fortran_order || numpy_bytes[6] != std::byte{1}) continue;
+    const DType dtype = want.bf16_bits && want.descr == "<u2" ? DType::bf16 : io_test::dtype_of_descr(want.descr);
     const TensorToWrite tensor{want.name, dtype, want.shape, want.bytes};
     EXPECT_EQ(encode_npy(tensor), numpy_bytes) << name;
     ++compared;
   }
-  EXPECT_GE(compared, 9);  // f2 f4 f8, 0-d, empty, rank 1, rank 3, rank 16, bf16
+  // f2 f4 f8, 0-d, empty, rank 1, rank 3, rank 16, bf16 as '<u2', raw16 as '|V2', b1 u1 i1 and
+  // '<' u2 i2 u4 i4 u8 i8
+  EXPECT_GE(compared, 19);
 }
 
 TEST(NpyWriteTest, DataStartsAtAMultipleOf64) {
@@ -214,7 +245,8 @@ TEST(NpyWriteTest, EveryDtypeRoundTripsBitExactly) {
   ScratchDir dir;
   std::mt19937_64 random(7);
   const std::vector<std::vector<std::int64_t>> shapes = {{}, {5}, {3, 0, 2}, {2, 3, 4}, {1, 1, 7}};
-  for (DType dtype : {DType::f16, DType::bf16, DType::f32, DType::f64, DType::raw16}) {
+  for (const DTypeInfo& info : all_dtypes()) {
+    const DType dtype = info.dtype;
     for (const auto& shape : shapes) {
       const std::int64_t count = std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
       std::vector<std::byte> data(static_cast<std::size_t>(count) * dtype_size(dtype));
@@ -223,7 +255,8 @@ TEST(NpyWriteTest, EveryDtypeRoundTripsBitExactly) {
       write_npy(path, {"t", dtype, shape, data});
       const auto file = TensorFile::open(path, OpenOptions{.raw16_as_bf16 = dtype == DType::bf16});
       const TensorView& view = file->tensors()[0];
-      EXPECT_EQ(view.dtype, dtype) << dtype_name(dtype);
+      // Read with raw16_as_bf16 when bf16 was written; numpy's u1 stands in for fp8.
+      EXPECT_EQ(view.dtype, dtype == DType::bf16 ? DType::bf16 : io_test::dtype_after_npy(dtype)) << dtype_name(dtype);
       EXPECT_EQ(view.shape, shape);
       EXPECT_EQ(read_all_bytes(view), data) << dtype_name(dtype) << " rank " << shape.size();
     }
@@ -356,11 +389,12 @@ TEST(NpyErrorTest, UnsupportedDtypes) {
   ScratchDir dir;
   const std::string path = dir.file("x.npy");
   const std::vector<std::byte> data = six_floats();
-  const std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3)}";
+  const std::string header = "{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3)}";
   EXPECT_TRUE(throws_input_error([&] { open_handmade(path, header, data); },
-                                 {fmt::format("unsupported dtype '<i4' for tensor 'x' in '{}' (supported: ", path)}));
-  for (std::string_view descr :
-       {"'<c8'", "'|O'", "'|b1'", "'<u4'", "'<i2'", "'|f4'", "'<f16'", "'float32'", "[('a', '<f4')]", "None"}) {
+                                 {fmt::format("unsupported dtype '<c8' for tensor 'x' in '{}' (supported: ", path)}));
+  // '|' says "no byte order", which a number wider than a byte has; V4, M8 (datetime), U4 (text).
+  for (std::string_view descr : {"'<c8'", "'|O'", "'|u4'", "'|i2'", "'|f4'", "'<f16'", "'<V4'", "'<M8'", "'<U4'",
+                                 "'float32'", "[('a', '<f4')]", "None"}) {
     const std::string h = fmt::format("{{'descr': {}, 'fortran_order': False, 'shape': (2, 3)}}", descr);
     EXPECT_TRUE(throws_input_error([&] { open_handmade(path, h, data); }, {path, "unsupported dtype", descr}))
         << descr;

@@ -65,7 +65,8 @@ TensorSet mixed_tensors(std::uint64_t seed) {
   const std::vector<Spec> specs = {
       {"keys", DType::f16, {2, 3, 8}}, {"values", DType::f32, {2, 3, 8}}, {"layers/0/q", DType::bf16, {4, 5}},
       {"scalar", DType::f64, {}},      {"empty", DType::f32, {3, 0}},      {"raw", DType::raw16, {300}},
-      {"smooth", DType::f32, {4096}},
+      {"smooth", DType::f32, {4096}},  {"ids", DType::i64, {2, 7}},     {"mask", DType::boolean, {2, 7}},
+      {"codes", DType::f8_e4m3, {9}},  {"counts", DType::u32, {3}},
   };
   set.data.reserve(specs.size());
   for (const Spec& spec : specs) {
@@ -97,8 +98,8 @@ void expect_round_trip(const std::string& path, const TensorSet& set) {
     const TensorToWrite& want = set.tensors[i];
     const TensorView& got = file->tensors()[i];  // archive order is write order
     EXPECT_EQ(got.name, want.name);
-    // bf16 is stored as numpy's '<u2': it reads back as raw 2-byte values.
-    EXPECT_EQ(got.dtype, want.dtype == DType::bf16 ? DType::raw16 : want.dtype) << want.name;
+    // bf16 is stored as numpy's '<u2': it reads back as u16.
+    EXPECT_EQ(got.dtype, io_test::dtype_after_npy(want.dtype)) << want.name;
     EXPECT_EQ(got.shape, want.shape) << want.name;
     const std::vector<std::byte> bytes = read_all_bytes(got);
     EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), want.bytes.begin(), want.bytes.end())) << want.name;
@@ -168,7 +169,7 @@ void replace_all(std::vector<std::byte>& bytes, std::string_view from, std::stri
 
 TEST(NpzReadTest, EveryNumpyArchiveReadsAsNumpyWroteIt) {
   const std::vector<std::string> names = io_test::fixture_names(".npz");
-  ASSERT_EQ(names.size(), 4u);  // savez, savez_compressed, streamed, zip64
+  ASSERT_EQ(names.size(), 5u);  // savez, savez_compressed, streamed, zip64, ints (token ids, mask, ...)
   for (const std::string& name : names) io_test::expect_matches_fixture(fixture(name), name);
 }
 
@@ -295,17 +296,17 @@ TEST(NpzWriteTest, TwinsOfNumpyFixturesHoldTheSameTensors) {
   ScratchDir scratch;
   const char* keep = std::getenv("TQLAB_IO_CHECK_DIR");
   auto out = [&](const std::string& name) { return keep != nullptr ? fmt::format("{}/{}", keep, name) : scratch.file(name); };
-  auto dtype_of = [](const std::string& descr) {
-    return descr == "<f2" ? DType::f16 : descr == "<f4" ? DType::f32 : descr == "<f8" ? DType::f64 : DType::bf16;
-  };
   int written = 0;
   for (const std::string& name : io_test::fixture_names("")) {
+    if (name.ends_with(".safetensors")) continue;
     const std::vector<io_test::ExpectedTensor> expected = io_test::expected_tensors(name);
     std::vector<TensorToWrite> tensors;
     bool writable = true;
     for (const io_test::ExpectedTensor& tensor : expected) {
-      writable &= tensor.descr[0] == '<' && !tensor.fortran_order;
-      tensors.push_back({tensor.name, dtype_of(tensor.descr), tensor.shape, tensor.bytes});
+      writable &= tensor.descr[0] != '>' && !tensor.fortran_order;
+      const DType dtype =
+          tensor.bf16_bits && tensor.descr == "<u2" ? DType::bf16 : io_test::dtype_of_descr(tensor.descr);
+      tensors.push_back({tensor.name, dtype, tensor.shape, tensor.bytes});
     }
     if (!writable || name == "f4_v2.npy" || name == "f4_v3.npy" || name == "streamed.npz") continue;
     const std::string path = out(name);
@@ -317,7 +318,7 @@ TEST(NpzWriteTest, TwinsOfNumpyFixturesHoldTheSameTensors) {
     io_test::expect_matches_fixture(path, name);
     ++written;
   }
-  EXPECT_EQ(written, 12);
+  EXPECT_EQ(written, 22);  // 12 float fixtures, |V2, and b1 u1 i1 and the little-endian u2 i2 u4 i4 u8 i8
 }
 
 // --- broken archives: every error is an InputError naming the archive (and member) -----

@@ -49,16 +49,9 @@ InputTensor random_tensor(const std::string& name, DType dtype, std::vector<std:
   tensor.values.resize(static_cast<std::size_t>(element_count(tensor.shape)));
   for (float& value : tensor.values) value = scale * static_cast<float>(rng.gaussian());
   const std::vector<std::byte> bytes = encode_floats(tensor.values, dtype);
-  std::vector<float> rounded(tensor.values.size());
-  for (std::size_t i = 0; i < rounded.size(); ++i) {
-    std::uint16_t bits = 0;
-    switch (dtype) {
-      case DType::f16: std::memcpy(&bits, bytes.data() + 2 * i, 2); rounded[i] = half_to_float(bits); break;
-      case DType::bf16: std::memcpy(&bits, bytes.data() + 2 * i, 2); rounded[i] = bf16_to_float(bits); break;
-      default: rounded[i] = tensor.values[i];
-    }
+  for (std::size_t i = 0; i < tensor.values.size(); ++i) {
+    tensor.values[i] = load_element(bytes.data() + i * dtype_size(dtype), dtype);
   }
-  tensor.values = rounded;
   return tensor;
 }
 
@@ -71,6 +64,10 @@ void write_input(const std::string& path, const std::vector<InputTensor>& tensor
     outputs.push_back({tensors[i].name, tensors[i].dtype, tensors[i].shape, bytes[i]});
   }
   write_tensor_file(path, outputs, metadata);
+}
+
+std::vector<std::byte> read_bytes_of(const TensorFile& file, const std::string& name) {
+  return read_all_bytes(file.get(name));
 }
 
 std::vector<float> read_tensor(const TensorFile& file, const std::string& name) {
@@ -117,13 +114,8 @@ std::vector<float> expected_output(const InputTensor& tensor, const std::string&
       for (std::int64_t t = 0; t < tokens; ++t) {
         for (int d = 0; d < dim; ++d) {
           const auto i = static_cast<std::size_t>(t * dim + d);
-          float value = decoded[i];
-          if (tensor.dtype == DType::f16) {
-            std::uint16_t bits;
-            std::memcpy(&bits, stored.data() + 2 * i, 2);
-            value = half_to_float(bits);
-          }
-          out[element_index(tensor.shape, layout, seq, head, t, d)] = value;
+          out[element_index(tensor.shape, layout, seq, head, t, d)] =
+              load_element(stored.data() + i * dtype_size(tensor.dtype), tensor.dtype);
         }
       }
     }
@@ -253,6 +245,69 @@ TEST(RoundtripTest, EachHeadIsQuantizedWithItsContextAndTheRestIsCopied) {
   }
   for (std::size_t i : {1u, 2u, 3u, 6u}) EXPECT_EQ(read_tensor(*single, input[i].name), input[i].values) << input[i].name;
   EXPECT_EQ(single->metadata().count("tqlab.roundtrip.q"), 0u);
+}
+
+// fp8 keys and values are quantized like any float tensor and stored back in fp8 (rounded
+// to nearest even, saturated); token ids, masks and positions of every integer width go
+// through byte for byte, in .safetensors and in .npz (which has no fp8: f16/f32 K/V there).
+TEST(RoundtripTest, Fp8KeysAndValuesAndIntegerTensors) {
+  ScratchDir scratch;
+  std::vector<std::byte> ids(24 * 8), mask(24), positions(24 * 2);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::byte>(0xF7 ^ (i * 37));
+  for (std::size_t i = 0; i < mask.size(); ++i) mask[i] = static_cast<std::byte>(i % 3 == 0);
+  for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<std::byte>(i);
+  RoundtripOptions options;
+  options.key_spec = "tq:b=4";
+  options.value_spec = "tq:b=3";
+  options.seed = 5;
+  for (const char* extension : {".safetensors", ".npz"}) {
+    SCOPED_TRACE(extension);
+    const bool fp8 = std::string_view(extension) == ".safetensors";
+    const InputTensor keys = random_tensor("layers.0.k", fp8 ? DType::f8_e4m3 : DType::f16, {2, 24, 32}, 21, 3.0f);
+    const InputTensor values = random_tensor("layers.0.v", fp8 ? DType::f8_e5m2 : DType::f32, {2, 24, 32}, 22);
+    const std::vector<std::byte> key_bytes = encode_floats(keys.values, keys.dtype);
+    const std::vector<std::byte> value_bytes = encode_floats(values.values, values.dtype);
+    const std::vector<TensorToWrite> tensors = {{"input_ids", DType::i64, {1, 24}, ids},
+                                                {"layers.0.k", keys.dtype, keys.shape, key_bytes},
+                                                {"layers.0.v", values.dtype, values.shape, value_bytes},
+                                                {"attention_mask", DType::boolean, {1, 24}, mask},
+                                                {"position_ids", DType::u16, {1, 24}, positions}};
+    const std::string in = scratch.file(std::string("in") + extension);
+    const std::string out = scratch.file(std::string("out") + extension);
+    write_tensor_file(in, tensors);
+    const RoundtripReport report = run_roundtrip(in, out, options);
+    EXPECT_EQ(report.copied_tensors, 3);
+    const auto output = TensorFile::open(out);
+    ASSERT_EQ(output->tensors().size(), tensors.size());
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      EXPECT_EQ(output->tensors()[i].name, tensors[i].name);  // file order kept
+      EXPECT_EQ(output->tensors()[i].dtype, tensors[i].dtype) << tensors[i].name;
+    }
+    EXPECT_EQ(read_bytes_of(*output, "input_ids"), ids);
+    EXPECT_EQ(read_bytes_of(*output, "attention_mask"), mask);
+    EXPECT_EQ(read_bytes_of(*output, "position_ids"), positions);
+    EXPECT_EQ(read_tensor(*output, "layers.0.k"), expected_output(keys, "head token dim", "tq:b=4", Role::key, 0, 5));
+    EXPECT_EQ(read_tensor(*output, "layers.0.v"),
+              expected_output(values, "head token dim", "tq:b=3", Role::value, 0, 5));
+    EXPECT_GT(report.tensors[0].relative_mse(), 0.0);
+  }
+}
+
+// Token ids named by a template are refused before anything is written.
+TEST(RoundtripTest, IntegerTensorAsKeysIsRefused) {
+  ScratchDir scratch;
+  const std::vector<std::byte> ids(2 * 16 * 8 * 4);
+  const InputTensor values = random_tensor("layers.0.v", DType::f32, {2, 16, 8}, 3);
+  const std::vector<std::byte> value_bytes = encode_floats(values.values, values.dtype);
+  const std::vector<TensorToWrite> tensors = {{"layers.0.k", DType::i32, {2, 16, 8}, ids},
+                                              {"layers.0.v", DType::f32, {2, 16, 8}, value_bytes}};
+  write_tensor_file(scratch.file("in.safetensors"), tensors);
+  RoundtripOptions options;
+  options.key_spec = "tq:b=4";
+  options.value_spec = "tq:b=4";
+  const auto run = [&] { run_roundtrip(scratch.file("in.safetensors"), scratch.file("out.safetensors"), options); };
+  EXPECT_TRUE(throws_input_error(run, {"tensor 'layers.0.k'", "is i32", "must be floats"}));
+  EXPECT_FALSE(std::filesystem::exists(scratch.file("out.safetensors")));
 }
 
 TEST(RoundtripTest, SameSeedSameBytesOtherSeedOtherBytes) {

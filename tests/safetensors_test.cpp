@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <bit>
+#include <set>
 #include <map>
 #include <memory>
 #include <random>
@@ -22,6 +24,7 @@
 #include "core/mapped_file.h"
 #include "io/safetensors.h"
 #include "io/tensor_file.h"
+#include "io_test_util.h"
 #include "test_support.h"
 
 namespace tqlab {
@@ -208,9 +211,11 @@ TEST_F(SafetensorsTest, RoundTripsEveryDtypeRankAndEmptyAxisBitExactly) {
   const std::vector<std::vector<std::int64_t>> shapes = {{}, {3, 0}, {5}, {2, 3, 4}, {0}, {2, 1, 3, 2}};
   std::mt19937_64 random_bits(20240601);
   std::vector<std::vector<std::byte>> storage;
-  storage.reserve(4 * shapes.size());  // the spans below point into it
+  storage.reserve(all_dtypes().size() * shapes.size());  // the spans below point into it
   std::vector<TensorToWrite> tensors;
-  for (DType dtype : {DType::f16, DType::bf16, DType::f32, DType::f64}) {
+  for (const DTypeInfo& info : all_dtypes()) {
+    const DType dtype = info.dtype;
+    if (dtype == DType::raw16) continue;  // written as BF16: Raw16IsWrittenAsBf16
     for (const auto& shape : shapes) {
       std::int64_t count = 1;
       for (std::int64_t extent : shape) count *= extent;
@@ -343,8 +348,33 @@ TEST_F(SafetensorsTest, HeaderLengthTooSmallForAnObject) {
 TEST_F(SafetensorsTest, MalformedJsonHeader) {
   const std::string message = header_error("{\"x\": {\"dtype\": \"F16\",", 0);
   EXPECT_TRUE(mentions(message, "not valid JSON")) << message;
-  const std::string bad_utf8 = header_error(object_of({entry("caf\xE9", "F16", "[0]", 0, 0)}), 0);
-  EXPECT_TRUE(mentions(bad_utf8, "not valid JSON")) << bad_utf8;
+}
+
+// The format requires UTF-8 (the reference implementation refuses anything else): the
+// message says where the stray byte is and shows what precedes it escaped, never raw.
+TEST_F(SafetensorsTest, HeaderThatIsNotUtf8) {
+  const std::string header = object_of({entry("caf\xE9", "F16", "[0]", 0, 0)});
+  const std::string message = header_error(header, 0);
+  EXPECT_TRUE(mentions(message, "not UTF-8, as the format requires: byte 0xE9 at header byte 5, after \"{\"caf\""))
+      << message;
+  // Lone surrogates and overlong forms are not UTF-8 either; neither is a value in the metadata.
+  for (std::string_view bad : {"\xED\xA0\x80", "\xC0\xAF", "\xF4\x90\x80\x80"}) {
+    const std::string metadata = fmt::format(R"({{"__metadata__": {{"note": "a{}b"}}}})", bad);
+    const std::string error = header_error(metadata, 0);
+    EXPECT_TRUE(mentions(error, "not UTF-8")) << error;
+    EXPECT_TRUE(mentions(error, "{\"note\": \"a\"")) << error;
+    EXPECT_EQ(error.find('\x80'), std::string::npos) << "raw byte in the message";
+  }
+}
+
+// A JSON syntax error right after a huge name: nlohmann echoes the token it read; the
+// message stays one short line.
+TEST_F(SafetensorsTest, JsonErrorAfterAHugeNameStaysShort) {
+  const std::string message = header_error("{\"" + std::string(100000, 'n') + "\n", 0);
+  EXPECT_TRUE(mentions(message, "not valid JSON")) << message.substr(0, 300);
+  EXPECT_LT(message.size(), 600u);
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+  EXPECT_TRUE(mentions(message, "bytes cut]")) << message;
 }
 
 TEST_F(SafetensorsTest, HeaderNotAnObject) {
@@ -425,11 +455,72 @@ TEST_F(SafetensorsTest, ShapeAndByteCountDisagree) {
 }
 
 TEST_F(SafetensorsTest, UnsupportedDtypes) {
-  for (std::string_view dtype : {"I8", "U8", "I32", "I64", "F8_E4M3", "BOOL", "f16"}) {
+  // Newer or rarer codes (complex, fp4/fp6, E8M0 scales), lower case, and a name of ours.
+  for (std::string_view dtype : {"C64", "F4", "F6_E2M3", "F8_E8M0", "f16", "I128", "raw16"}) {
     const std::string path = write_file(safetensors_bytes(object_of({entry("k", dtype, "[4]", 0, 4)}), 4));
     const std::string message = input_error_message([&] { open_directly(path); });
     EXPECT_EQ(message, "'" + path + "': tensor 'k' has unsupported dtype '" + std::string(dtype) +
-                           "' (supported: F16, BF16, F32, F64)");
+                           "' (supported: BOOL, U8, I8, U16, I16, U32, I32, U64, I64, F8_E4M3, F8_E5M2, F16, BF16, "
+                           "F32, F64)");
+  }
+}
+
+// tests/data/io/all_dtypes.safetensors (tools/make_io_fixtures.py) holds one tensor per
+// safetensors dtype at its extremes; expected.json has their bytes, exact integers, and
+// float values computed by numpy (fp8 by the OCP formula, not by our decoder).
+TEST_F(SafetensorsTest, ReadsEveryDtypeOfTheFixture) {
+  const std::string path = io_test::fixture("all_dtypes.safetensors");
+  const auto file = TensorFile::open(path);
+  const std::vector<io_test::ExpectedTensor> expected = io_test::expected_tensors("all_dtypes.safetensors");
+  ASSERT_EQ(file->tensors().size(), expected.size());
+  std::set<std::string> codes;
+  for (const io_test::ExpectedTensor& want : expected) {
+    SCOPED_TRACE(want.name);
+    const TensorView& view = file->get(want.name);
+    codes.insert(want.dtype_code);
+    EXPECT_EQ(dtype_info(view.dtype).safetensors, want.dtype_code);
+    EXPECT_EQ(view.shape, want.shape);
+    EXPECT_EQ(read_all_bytes(view), want.bytes);
+    if (dtype_is_integer(view.dtype)) {
+      EXPECT_EQ(io_test::integer_texts(view), want.integers);
+    }
+    std::vector<float> floats(static_cast<std::size_t>(view.element_count()));
+    read_all_floats(view, floats.data());
+    ASSERT_EQ(floats.size(), want.values.size());
+    for (std::size_t i = 0; i < floats.size(); ++i) {
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(floats[i]), std::bit_cast<std::uint32_t>(static_cast<float>(want.values[i])))
+          << "element " << i;
+    }
+  }
+  EXPECT_EQ(codes.size(), 15u);  // every code, each at least once
+  EXPECT_EQ(file->metadata().at("source"), "tools/make_io_fixtures.py");
+}
+
+// What the fixture holds, written back by write_tensor_file: safetensors keeps every dtype
+// and byte; npz keeps every byte, numpy's types standing in for bfloat16 and fp8.
+TEST_F(SafetensorsTest, EveryDtypeOfTheFixtureIsWrittenBack) {
+  const auto file = TensorFile::open(io_test::fixture("all_dtypes.safetensors"));
+  std::vector<std::vector<std::byte>> bytes;
+  std::vector<TensorToWrite> tensors;
+  bytes.reserve(file->tensors().size());
+  for (const TensorView& view : file->tensors()) {
+    bytes.push_back(read_all_bytes(view));
+    tensors.push_back({view.name, view.dtype, view.shape, bytes.back()});
+  }
+  for (const char* name : {"back.safetensors", "back.npz"}) {
+    const std::string path = path_in_dir(name);
+    write_tensor_file(path, tensors, file->metadata());
+    const auto back = TensorFile::open(path);
+    ASSERT_EQ(back->tensors().size(), tensors.size()) << name;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const TensorView& view = back->tensors()[i];
+      EXPECT_EQ(view.name, tensors[i].name) << name;
+      const DType expected = std::string_view(name).ends_with(".npz") ? io_test::dtype_after_npy(tensors[i].dtype)
+                                                                       : tensors[i].dtype;
+      EXPECT_EQ(view.dtype, expected) << name << " " << view.name;
+      EXPECT_EQ(view.shape, tensors[i].shape) << name << " " << view.name;
+      EXPECT_EQ(read_all_bytes(view), bytes[i]) << name << " " << view.name;
+    }
   }
 }
 

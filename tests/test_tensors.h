@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,29 @@ inline void add_f32_tensor(TensorFile& file, const std::string& name, std::vecto
   view.byte_size = bytes.size();
   view.data = file.adopt_buffer(bytes);
   file.add_tensor(std::move(view));
+}
+
+/// Adds a tensor of any dtype holding `bytes` (stored order; C order unless `strides` given).
+inline void add_raw_tensor(TensorFile& file, const std::string& name, DType dtype, std::vector<std::int64_t> shape,
+                           std::vector<std::byte> bytes, bool big_endian = false,
+                           std::vector<std::int64_t> strides = {}) {
+  TensorView view;
+  view.name = name;
+  view.dtype = dtype;
+  view.big_endian = big_endian;
+  view.strides = strides.empty() ? c_order_strides(shape) : strides;
+  view.shape = std::move(shape);
+  view.byte_size = bytes.size();
+  view.data = bytes.empty() ? nullptr : file.adopt_buffer(std::move(bytes));
+  file.add_tensor(std::move(view));
+}
+
+/// The little-endian bytes of `values` (any trivially copyable element type).
+template <typename T>
+std::vector<std::byte> bytes_of(const std::vector<T>& values) {
+  std::vector<std::byte> bytes(values.size() * sizeof(T));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
 }
 
 /// Values 0, 1, 2, ... for a tensor of `count` elements.

@@ -3,7 +3,8 @@
 # Skips apt when every package is already installed, so repeated runs are fast.
 set -euo pipefail
 packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libeigen3-dev libopenblas-dev
-  libspdlog-dev libfmt-dev libgtest-dev libbenchmark-dev zlib1g-dev libssl-dev python3-numpy python3-scipy)
+  libspdlog-dev libfmt-dev libgtest-dev libbenchmark-dev zlib1g-dev libssl-dev python3-numpy python3-scipy
+  python3-matplotlib)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

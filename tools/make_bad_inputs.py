@@ -1,16 +1,20 @@
 #!/usr/bin/python3
-"""Writes one broken tensor file per defect of the Foundation issue's bad-input list.
+"""Writes one broken tensor file per defect of the Foundation issue's bad-input list, and
+files whose names and strings are hostile but legal.
 
     /usr/bin/python3 tools/make_bad_inputs.py DIR
 
-tests/cli/bad_input.sh runs `tqlab inspect` on each file and checks the exit code and the
-one-line message. Plain python3 standard library only (struct, json, zlib): the test must
-run where numpy is absent. Every file is a few kB at most, however large a shape it declares.
+tests/cli/bad_input.sh runs `tqlab inspect` on each broken file and checks the exit code and
+the one-line message; tests/cli/hostile_names.sh runs inspect, roundtrip and sweep on the
+name_* files. Plain python3 standard library only (struct, json, zlib): the tests must run
+where numpy is absent. Every file is a few kB at most, however large a shape it declares
+(name_long.safetensors holds a 100 kB tensor name).
 
-The files, by prefix: st_* safetensors, npy_* .npy, npz_* .npz, and one valid file of each
-format (ok.*) built by the same code, so that a bad case fails because of its one defect and
-not because the builder is wrong. Tensor names carry the layer/role words tqlab recognizes
-(layers.0.k, layers.0.v) so inspect also runs its K/V statistics on the files it accepts.
+The files, by prefix: st_* safetensors, npy_* .npy, npz_* .npz, name_* hostile names, and one
+valid file of each format (ok.*) built by the same code, so that a bad case fails because of
+its one defect and not because the builder is wrong. Tensor names carry the layer/role words
+tqlab recognizes (layers.0.k, layers.0.v) so inspect also runs its K/V statistics on the
+files it accepts.
 """
 
 import json
@@ -89,7 +93,7 @@ def safetensors_cases():
         "st_shape_mismatch.safetensors": safetensors_bytes(
             {"layers.0.k": entry("F16", [4, 16], 0, 64)}, data_64),
         "st_unsupported_dtype.safetensors": safetensors_bytes(
-            {"layers.0.k": entry("I8", [8, 8], 0, 64)}, data_64),
+            {"layers.0.k": entry("C64", [8, 8], 0, 64)}, data_64),
         "st_negative_extent.safetensors": safetensors_bytes(
             {"layers.0.k": entry("F16", [-4, 8], 0, 64)}, data_64),
         # A shape whose byte count does not fit in 64 bits.
@@ -143,13 +147,15 @@ def npy_cases():
         "npy_fortran_maybe.npy": npy_bytes(npy_header(fortran="'maybe'"), data_64),
         "npy_fortran_missing.npy": npy_bytes("{'descr': '<f2', 'shape': (4, 8), }", data_64),
         "npy_fortran_short.npy": npy_bytes(npy_header(fortran="True", shape="(8, 8)"), data_64),
-        "npy_unsupported_dtype.npy": npy_bytes(npy_header(descr="<i2"), data_64),
+        "npy_unsupported_dtype.npy": npy_bytes(npy_header(descr="<c8"), data_64),
         "npy_2gb_shape.npy": npy_bytes(npy_header(shape=str(tuple(TWO_GIB_SHAPE))), bytes(1024)),
         "npy_nonfinite.npy": npy_bytes(npy_header(), f16_bytes([math.nan, math.inf] + ramp(30))),
         "npy_empty.npy": npy_bytes(npy_header(shape="(0,)"), b""),
         "npy_zero_axis.npy": npy_bytes(npy_header(shape="(3, 0, 8)"), b""),
-        # bfloat16 bits stored as '<u2': readable only with --bf16.
-        "npy_raw16.npy": npy_bytes(npy_header(descr="<u2"), data_64),
+        # bfloat16 bits stored as '|V2' (ml_dtypes' bfloat16): readable only with --bf16.
+        "npy_raw16.npy": npy_bytes(npy_header(descr="|V2"), data_64),
+        # ... and as '<u2': an unsigned 16-bit tensor, or bfloat16 with --bf16.
+        "npy_u16.npy": npy_bytes(npy_header(descr="<u2"), data_64),
     }
 
 
@@ -160,7 +166,7 @@ def npy_cases():
 
 class ZipMember:
     def __init__(self, name, payload, deflate=False, declared_size=None, crc=None):
-        self.name = name.encode()
+        self.name = name if isinstance(name, bytes) else name.encode()
         self.method = 8 if deflate else 0
         if deflate:
             compressor = zlib.compressobj(9, zlib.DEFLATED, -15)  # raw deflate, as zip stores it
@@ -216,6 +222,52 @@ def npz_cases():
     }
 
 
+# ---------------------------------------------------------------------------
+# Hostile but legal names: bytes that are not UTF-8, control characters, 100 kB.
+
+LONG_NAME = "model.layers.0." + "x" * 100_000 + ".ids"
+CONTROL_NAMES = ["two\nlines", "\x1b[31mred", "tab\there", "\u202etxt.exe"]
+
+
+def name_cases():
+    data_64 = f16_bytes(ramp(32))
+    ids = struct.pack("<4q", 1, -2, 2**53 + 1, -(2**63))
+    # A header whose tensor name and metadata hold bytes that are not UTF-8 (written raw:
+    # json.dumps would escape them). The format requires UTF-8, so this file is refused.
+    raw_header = (b'{"__metadata__": {"note\xfe": "caf\xe9"}, "layers.0.k\xff": '
+                  b'{"dtype": "F16", "shape": [4, 8], "data_offsets": [0, 64]}}')
+    raw_header += b" " * (-len(raw_header) % 8)
+    hostile = {
+        "__metadata__": {"layout": "head token dim", "note": "first line\nsecond line"},
+        "layers.0.k": entry("F16", [1, 4, 8], 0, 64),
+        "layers.0.v": entry("F16", [1, 4, 8], 64, 128),
+        LONG_NAME: entry("I64", [4], 128, 160),
+    }
+    offset = 160
+    for name in CONTROL_NAMES:
+        hostile[name] = entry("I64", [4], offset, offset + 32)
+        offset += 32
+    k = npy_bytes(npy_header(shape="(1, 4, 8)"), f16_bytes(ramp(32, 1.0)))
+    v = npy_bytes(npy_header(shape="(1, 4, 8)"), f16_bytes(ramp(32, 0.5)))
+    npy_ids = npy_bytes(npy_header(descr="<i8", shape="(4,)"), ids)
+    return {
+        "name_not_utf8.safetensors": struct.pack("<Q", len(raw_header)) + raw_header + data_64,
+        "name_long.safetensors": safetensors_bytes(
+            hostile, data_64 + f16_bytes(ramp(32, 0.5)) + ids * (1 + len(CONTROL_NAMES))),
+        # Zip names are bytes: an .npz member may be called anything (no UTF-8 flag set here).
+        "name_not_utf8.npz": zip_bytes([ZipMember("layers.0.k.npy", k), ZipMember("layers.0.v.npy", v),
+                                        ZipMember(b"ids\xff.npy", npy_ids)]),
+    }
+
+
+def write_name_cases(out):
+    for name, content in name_cases().items():
+        (out / name).write_bytes(content)
+    # A .npy file's tensor is named after the file, and Linux file names are bytes.
+    with open(bytes(out) + b"/stem\xff.npy", "wb") as f:
+        f.write(npy_bytes(npy_header(descr="<i8", shape="(4,)"), struct.pack("<4q", 1, 2, 3, 4)))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(f"usage: {sys.argv[0]} DIR")
@@ -224,6 +276,7 @@ def main():
     for cases in (safetensors_cases(), npy_cases(), npz_cases()):
         for name, content in cases.items():
             (out / name).write_bytes(content)
+    write_name_cases(out)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "eval/tensor_stats.h"
 #include "io/kv_dump.h"
 #include "io/tensor_file.h"
@@ -45,24 +46,34 @@ int channel_axis(const TensorFile& file, const std::string& layout_option) {
   return -1;
 }
 
+// A statistic for JSON: integer tensors' min and max exactly (as JSON integers), else the double.
+nlohmann::json extreme(const TensorStats& stats, bool minimum) {
+  if (!stats.integer) return minimum ? stats.min : stats.max;
+  const IntegerRange& range = *stats.integer;
+  if (range.is_unsigned) return minimum ? range.unsigned_min : range.unsigned_max;
+  return minimum ? range.signed_min : range.signed_max;
+}
+
+// Names, metadata and the path go through json_text: nlohmann::json throws on invalid UTF-8.
 nlohmann::json to_json(const TensorFile& file, const std::vector<TensorReport>& reports,
                        const std::vector<KvLayerStats>& layers) {
   nlohmann::json out;
   out["schema"] = "tqlab.inspect/1";
-  out["path"] = file.path();
+  out["path"] = json_text(file.path());
   out["format"] = file.format();
   out["size_bytes"] = std::filesystem::file_size(file.path());
-  out["metadata"] = file.metadata();
+  out["metadata"] = nlohmann::json::object();
+  for (const auto& [key, value] : file.metadata()) out["metadata"][json_text(key)] = json_text(value);
   out["tensors"] = nlohmann::json::array();
   for (const TensorReport& report : reports) {
     const TensorStats& s = report.stats;
-    out["tensors"].push_back({{"name", report.tensor->name},
+    out["tensors"].push_back({{"name", json_text(report.tensor->name)},
                               {"dtype", dtype_name(report.tensor->dtype)},
                               {"shape", report.tensor->shape},
                               {"count", s.count},
                               {"nonfinite", s.nonfinite},
-                              {"min", s.min},
-                              {"max", s.max},
+                              {"min", extreme(s, true)},
+                              {"max", extreme(s, false)},
                               {"mean", s.mean},
                               {"rms", s.rms}});
   }
@@ -71,8 +82,8 @@ nlohmann::json to_json(const TensorFile& file, const std::vector<TensorReport>& 
     nlohmann::json outliers = nlohmann::json::array();
     for (const auto& [channel, rms] : layer.outlier_channels) outliers.push_back({{"channel", channel}, {"rms", rms}});
     out["kv_layers"].push_back({{"layer", layer.names.layer},
-                                {"keys", layer.names.keys},
-                                {"values", layer.names.values},
+                                {"keys", json_text(layer.names.keys)},
+                                {"values", json_text(layer.names.values)},
                                 {"key_norm_mean", layer.key_norm_mean},
                                 {"value_norm_mean", layer.value_norm_mean},
                                 {"norm_ratio", layer.norm_ratio},
@@ -82,19 +93,30 @@ nlohmann::json to_json(const TensorFile& file, const std::vector<TensorReport>& 
   return out;
 }
 
+// A min/max cell: integers exactly, floats to 4 significant digits.
+std::string extreme_cell(const TensorStats& stats, bool minimum) {
+  if (stats.integer) return minimum ? stats.integer->min_text() : stats.integer->max_text();
+  return fmt::format("{:.4g}", minimum ? stats.min : stats.max);
+}
+
 void print_table(const TensorFile& file, const std::vector<TensorReport>& reports,
                  const std::vector<KvLayerStats>& layers) {
-  fmt::print("{} ({}, {} tensors)\n", file.path(), file.format(), reports.size());
-  for (const auto& [key, value] : file.metadata()) fmt::print("  {}: {}\n", key, value);
+  fmt::print("{} ({}, {} tensors)\n", printable(file.path(), kMaxMessageBytes), file.format(), reports.size());
+  for (const auto& [key, value] : file.metadata()) fmt::print("  {}: {}\n", printable(key), printable(value, 240));
+  std::vector<std::string> names;
   std::size_t name_width = 4;
-  for (const TensorReport& report : reports) name_width = std::max(name_width, report.tensor->name.size());
-  fmt::print("\n{:<{}}  {:<5}  {:<20}  {:>10}  {:>9}  {:>11}  {:>11}  {:>11}  {:>11}\n", "name", name_width, "dtype",
-             "shape", "count", "nonfinite", "min", "max", "mean", "rms");
   for (const TensorReport& report : reports) {
+    names.push_back(printable(report.tensor->name));
+    name_width = std::max(name_width, names.back().size());
+  }
+  fmt::print("\n{:<{}}  {:<7}  {:<20}  {:>10}  {:>9}  {:>11}  {:>11}  {:>11}  {:>11}\n", "name", name_width, "dtype",
+             "shape", "count", "nonfinite", "min", "max", "mean", "rms");
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const TensorReport& report = reports[i];
     const TensorStats& s = report.stats;
-    fmt::print("{:<{}}  {:<5}  {:<20}  {:>10}  {:>9}  {:>11.4g}  {:>11.4g}  {:>11.4g}  {:>11.4g}\n",
-               report.tensor->name, name_width, dtype_name(report.tensor->dtype), report.tensor->shape_string(),
-               s.count, s.nonfinite, s.min, s.max, s.mean, s.rms);
+    fmt::print("{:<{}}  {:<7}  {:<20}  {:>10}  {:>9}  {:>11}  {:>11}  {:>11.4g}  {:>11.4g}\n", names[i], name_width,
+               dtype_name(report.tensor->dtype), report.tensor->shape_string(), s.count, s.nonfinite,
+               extreme_cell(s, true), extreme_cell(s, false), s.mean, s.rms);
   }
   if (layers.empty()) return;
   fmt::print("\nK/V pairs: per layer mean key norm / mean value norm, and the key channels of largest RMS\n");
@@ -116,9 +138,9 @@ int run_inspect(const InspectOptions& options) {
   for (const TensorView& tensor : file->tensors()) {
     // The library's own message for raw16 cannot name the file, and --bf16 is this command's answer.
     if (tensor.dtype == DType::raw16) {
-      fail("'{}': tensor '{}' holds raw 2-byte values (npy '<u2'/'|V2'), expected floats; pass --bf16 to read "
-           "them as bfloat16",
-           file->path(), tensor.name);
+      fail("'{}': tensor '{}' holds raw 2-byte values (npy '|V2'), whose meaning the file does not say; pass "
+           "--bf16 to read them as bfloat16",
+           file->path(), printable(tensor.name));
     }
     reports.push_back({&tensor, compute_tensor_stats(tensor)});
     file->release(tensor);
@@ -129,14 +151,16 @@ int run_inspect(const InspectOptions& options) {
     layers.push_back(measure_kv_layer(*file, names, axis, options.outliers));
   }
   if (options.json) {
-    fmt::print("{}\n", to_json(*file, reports, layers).dump(2));
+    // Every string went through json_text; `replace` only guards against one that did not.
+    fmt::print("{}\n", to_json(*file, reports, layers).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     print_table(*file, reports, layers);
   }
   int exit_code = kExitOk;
   for (const TensorReport& report : reports) {
     if (report.stats.nonfinite == 0) continue;
-    log::error("'{}': tensor '{}' holds {} non-finite values (NaN/Inf) of {}", file->path(), report.tensor->name,
+    log::error("'{}': tensor '{}' holds {} non-finite values (NaN/Inf) of {}", file->path(),
+               printable(report.tensor->name),
                report.stats.nonfinite, report.stats.count);
     exit_code = kExitInputError;
   }
@@ -151,11 +175,16 @@ void setup_inspect(CLI::App& app, int& exit_code) {
       "inspect",
       "List a tensor file's tensors (.npy, .npz, .safetensors): dtype, shape, count, non-finite count,\n"
       "min/max/mean/rms; for K/V pairs, per layer the mean key norm / mean value norm and the key\n"
-      "channels with the largest RMS (outlier channels). Exit 2 with one error line naming the file, the\n"
-      "tensor and what is wrong when the file is malformed, or, after the table, when a tensor holds NaN/Inf.");
+      "channels with the largest RMS (outlier channels). Every safetensors dtype is listed (BOOL, U8..U64,\n"
+      "I8..I64, F8_E4M3, F8_E5M2, F16, BF16, F32, F64) and every npy bool/integer/float one: integer and\n"
+      "bool tensors (token ids, masks) get exact min and max (bools count as 0/1), mean from the exact sum.\n"
+      "Names that are not UTF-8 or hold control characters are shown escaped (\\xNN, \\n), long ones cut.\n"
+      "Exit 2 with one error line naming the file, the tensor and what is wrong when the file is malformed,\n"
+      "or, after the table, when a tensor holds NaN/Inf.");
   command->add_option("file", options->path, "Tensor file")->required();
   command->add_flag("--json", options->json, "Print JSON (schema tqlab.inspect/1) instead of a table");
-  command->add_flag("--bf16", options->bf16, "Read raw 2-byte npy values (<u2, |V2) as bfloat16");
+  command->add_flag("--bf16", options->bf16,
+                    "Read npy '<u2' (otherwise u16) and '|V2' (otherwise refused) as bfloat16 bits");
   command->add_option("--layout", options->layout,
                       "Axes of the K/V tensors, e.g. \"seq head token dim\" (default: the file's 'layout' "
                       "metadata, else the last axis is the head dim)");

@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
   tqlab::cli::setup_codebook(app, exit_code);
   tqlab::cli::setup_verify_bounds(app, exit_code);
   tqlab::cli::setup_sweep(app, exit_code);
+  tqlab::cli::setup_diff(app, exit_code);
+  tqlab::cli::setup_report(app, exit_code);
 
   try {
     app.parse(argc, argv);

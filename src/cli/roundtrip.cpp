@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "eval/roundtrip.h"
 #include "io/kv_dump.h"
 
@@ -26,14 +27,17 @@ struct RoundtripCommandOptions {
 void print_table(const RoundtripReport& report) {
   std::size_t name_width = 4;
   std::size_t spec_width = 4;
+  std::vector<std::string> names;
   for (const RoundtripTensorResult& tensor : report.tensors) {
-    name_width = std::max(name_width, tensor.name.size());
+    names.push_back(printable(tensor.name));
+    name_width = std::max(name_width, names.back().size());
     spec_width = std::max(spec_width, tensor.spec.size());
   }
-  fmt::print("{:<{}}  {:<5}  {:<{}}  {:<5}  {:<20}  {:>10}  {:>12}\n", "name", name_width, "role", "spec",
+  fmt::print("{:<{}}  {:<5}  {:<{}}  {:<7}  {:<20}  {:>10}  {:>12}\n", "name", name_width, "role", "spec",
              spec_width, "dtype", "shape", "bits/value", "relative MSE");
-  for (const RoundtripTensorResult& tensor : report.tensors) {
-    fmt::print("{:<{}}  {:<5}  {:<{}}  {:<5}  {:<20}  {:>10.6g}  {:>12.6g}\n", tensor.name, name_width,
+  for (std::size_t i = 0; i < report.tensors.size(); ++i) {
+    const RoundtripTensorResult& tensor = report.tensors[i];
+    fmt::print("{:<{}}  {:<5}  {:<{}}  {:<7}  {:<20}  {:>10.6g}  {:>12.6g}\n", names[i], name_width,
                role_name(tensor.role), tensor.spec, spec_width, dtype_name(tensor.dtype),
                fmt::format("[{}]", fmt::join(tensor.shape, ", ")), tensor.bits_per_value(), tensor.relative_mse());
   }
@@ -57,7 +61,10 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
       "roundtrip",
       "Write the fake-quantized tensors of a KV dump (quantize -> pack -> unpack -> dequantize) with the same\n"
       "names, shapes, dtypes and layout, for use in any other pipeline; every other tensor is copied\n"
-      "bit-exactly. Each (layer, sequence, head) is quantized on its own, one rotation per (layer, head).\n"
+      "bit-exactly, whatever its dtype (token ids, masks: BOOL, U8..U64, I8..I64, every float type).\n"
+      "K, V and Q must be float tensors (F8_E4M3, F8_E5M2, F16, BF16, F32, F64); decoded values are\n"
+      "stored back in their dtype (fp8 rounds to nearest and saturates at its largest value).\n"
+      "Each (layer, sequence, head) is quantized on its own, one rotation per (layer, head).\n"
       "Prints per tensor the bits per value (from the packed bytes) and the relative MSE sum|x-x~|^2/sum|x|^2.\n"
       "Specs: see `tqlab list`.");
   command->add_option("input", options->input, "Input tensor file (.safetensors, .npz)")->required();
@@ -79,7 +86,8 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
   command->add_option("--layers", options->layers, "Layers to quantize: all, or e.g. 0,2,5-7 (others are copied)")
       ->capture_default_str();
   add_seed_option(*command, roundtrip.seed, "Seed of every rotation and projection");
-  command->add_flag("--bf16", roundtrip.raw16_as_bf16, "Read raw 2-byte npy values (<u2, |V2) as bfloat16");
+  command->add_flag("--bf16", roundtrip.raw16_as_bf16,
+                    "Read npy '<u2' (otherwise u16) and '|V2' as bfloat16 bits (.npz output writes them as '<u2')");
   command->callback([options, &exit_code] { exit_code = run_roundtrip_command(*options); });
 }
 

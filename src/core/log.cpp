@@ -3,6 +3,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "core/text.h"
+
 namespace tqlab::log {
 namespace {
 
@@ -32,7 +34,8 @@ spdlog::level::level_enum to_spdlog(Level level) {
 void set_level(Level level) { logger().set_level(to_spdlog(level)); }
 
 void write(Level level, const std::string& message) {
-  logger().log(to_spdlog(level), message);
+  // Messages echo names from files and command lines: whatever they hold, one short line.
+  logger().log(to_spdlog(level), printable(message, kMaxMessageBytes));
 }
 
 }  // namespace tqlab::log

@@ -13,6 +13,8 @@ enum class Level { debug, info, warn, error };
 /// Sets the minimum level printed (to stderr). Default: info.
 void set_level(Level level);
 
+/// Writes one line to stderr: `message` escaped and cut by printable(message,
+/// kMaxMessageBytes) (core/text.h), so bytes from files never reach the terminal raw.
 void write(Level level, const std::string& message);
 
 template <typename... Args>

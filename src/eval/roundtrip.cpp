@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "eval/kv_slab.h"
 #include "quant/registry.h"
 #include "tqlab_version.h"
@@ -119,7 +120,7 @@ class TensorRoundtrip {
           if (!std::isfinite(stored)) {
             fail("'{}': tensor '{}', sequence {}, head {}: '{}' decodes token {}, channel {} to {}, which {} "
                  "cannot hold",
-                 dump_.file().path(), view.name, seq, head, result.spec, i / static_cast<std::size_t>(dim),
+                 dump_.file().path(), printable(view.name), seq, head, result.spec, i / static_cast<std::size_t>(dim),
                  i % static_cast<std::size_t>(dim), decoded[i], dtype_name(view.dtype));
           }
           const double difference = static_cast<double>(slab[i]) - stored;
@@ -145,7 +146,7 @@ void check_head_dim(const TensorFile& file, const Quantizer& quantizer, const Te
   try {
     quantizer.check_dim(dim);
   } catch (const InputError& error) {
-    fail("'{}': tensor '{}' {}: {}", file.path(), tensor.name, tensor.shape_string(), error.what());
+    fail("'{}': tensor '{}' {}: {}", file.path(), printable(tensor.name), tensor.shape_string(), error.what());
   }
 }
 
@@ -209,7 +210,7 @@ RoundtripReport run_roundtrip(const std::string& input_path, const std::string& 
     for (std::size_t j = 0; j < i; ++j) {
       if (work[i].view == work[j].view) {
         fail("'{}': tensor '{}' is named by two templates (keys '{}', values '{}', queries '{}')", file->path(),
-             work[i].view->name, data.keys, data.values, data.queries);
+             printable(work[i].view->name), data.keys, data.values, data.queries);
       }
     }
   }

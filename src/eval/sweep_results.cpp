@@ -7,7 +7,9 @@
 
 #include "core/dtype.h"
 #include "core/parallel.h"
+#include "core/text.h"
 #include "eval/kv_slab.h"
+#include "io/results_document.h"
 #include "tqlab_version.h"
 
 namespace tqlab {
@@ -55,7 +57,7 @@ Json config_json(const SweepPlan& plan) {
   const SweepConfig& config = plan.config;
   const KvDump& dump = *plan.dump;
   Json data;
-  data["path"] = config.data.path;
+  data["path"] = json_text(config.data.path);  // --data comes from the command line: any bytes
   data["keys"] = config.data.kv.keys;
   data["values"] = config.data.kv.values;
   data["queries"] = config.data.kv.queries.empty() ? Json(nullptr) : Json(config.data.kv.queries);
@@ -86,7 +88,7 @@ std::string tensor_dtype(const KvDump& dump, Role role) {
 Json data_json(const SweepPlan& plan, const SweepResults& results, const DataIdentity& identity) {
   const KvDump& dump = *plan.dump;
   Json out;
-  out["path"] = plan.config.data.path;
+  out["path"] = json_text(plan.config.data.path);
   out["bytes"] = identity.bytes;
   out["sha256"] = identity.sha256;
   out["format"] = dump.file().format();
@@ -175,7 +177,7 @@ const MetricSummary* find_metric(const RunResult& result, const std::string& nam
 nlohmann::ordered_json sweep_results_json(const SweepPlan& plan, const SweepResults& results,
                                           const DataIdentity& identity) {
   Json out;
-  out["schema"] = "tqlab.sweep/1";
+  out["schema"] = kSweepSchema;
   out["tqlab"] = {{"version", TQLAB_VERSION}, {"git_commit", TQLAB_GIT_COMMIT}, {"blas", blas_kernels()}};
   out["config"] = config_json(plan);
   out["data"] = data_json(plan, results, identity);

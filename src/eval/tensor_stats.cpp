@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace tqlab {
 
@@ -35,7 +36,87 @@ void for_each_vector(const TensorView& tensor, int channel_axis, const std::func
   }
 }
 
+namespace {
+
+// GCC and Clang's 128-bit integers hold any sum of 2^63 64-bit values exactly.
+__extension__ using Int128 = __int128;
+__extension__ using UInt128 = unsigned __int128;
+
+// sum / count rounded to double: the quotient and the remainder's share, each
+// converted once, so a sum beyond 2^64 keeps its precision.
+template <typename Wide>
+double exact_mean(Wide sum, std::int64_t count) {
+  const auto divisor = static_cast<Wide>(count);
+  return static_cast<double>(sum / divisor) + static_cast<double>(sum % divisor) / static_cast<double>(count);
+}
+
+// Extremes, sum of squares and exact mean of `count` integers load(0), load(1), ...
+template <typename Value>
+struct IntegerSums {
+  Value min = std::numeric_limits<Value>::max();
+  Value max = std::numeric_limits<Value>::min();
+  double sum_squares = 0;
+  double mean = 0;
+};
+
+template <typename Value, typename Wide, typename Load>
+IntegerSums<Value> integer_sums(std::int64_t count, Load load) {
+  IntegerSums<Value> sums;
+  Wide sum = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const Value value = load(i);
+    sum += value;
+    sums.sum_squares += static_cast<double>(value) * static_cast<double>(value);
+    sums.min = std::min(sums.min, value);
+    sums.max = std::max(sums.max, value);
+  }
+  sums.mean = exact_mean(sum, count);
+  return sums;
+}
+
+// Integer and bool statistics from the exact values. Order does not matter, so the
+// elements are visited as stored (C or Fortran order: `data` holds them densely).
+TensorStats integer_stats(const TensorView& tensor) {
+  TensorStats stats;
+  stats.count = tensor.element_count();
+  if (stats.count == 0) return stats;
+  IntegerRange range;
+  range.is_unsigned = dtype_info(tensor.dtype).kind != DTypeKind::signed_integer;
+  double sum_squares = 0;
+  if (range.is_unsigned) {
+    const auto sums = integer_sums<std::uint64_t, UInt128>(
+        stats.count, [&](std::int64_t i) { return load_unsigned(tensor, i); });
+    range.unsigned_min = sums.min;
+    range.unsigned_max = sums.max;
+    stats.mean = sums.mean;
+    sum_squares = sums.sum_squares;
+  } else {
+    const auto sums = integer_sums<std::int64_t, Int128>(
+        stats.count, [&](std::int64_t i) { return load_signed(tensor, i); });
+    range.signed_min = sums.min;
+    range.signed_max = sums.max;
+    stats.mean = sums.mean;
+    sum_squares = sums.sum_squares;
+  }
+  stats.min = range.is_unsigned ? static_cast<double>(range.unsigned_min) : static_cast<double>(range.signed_min);
+  stats.max = range.is_unsigned ? static_cast<double>(range.unsigned_max) : static_cast<double>(range.signed_max);
+  stats.rms = std::sqrt(sum_squares / static_cast<double>(stats.count));
+  stats.integer = range;
+  return stats;
+}
+
+}  // namespace
+
+std::string IntegerRange::min_text() const {
+  return is_unsigned ? std::to_string(unsigned_min) : std::to_string(signed_min);
+}
+
+std::string IntegerRange::max_text() const {
+  return is_unsigned ? std::to_string(unsigned_max) : std::to_string(signed_max);
+}
+
 TensorStats compute_tensor_stats(const TensorView& tensor) {
+  if (dtype_is_integer(tensor.dtype)) return integer_stats(tensor);
   TensorStats stats;
   stats.count = tensor.element_count();
   if (stats.count == 0) return stats;
@@ -100,6 +181,7 @@ std::vector<KvTensorNames> find_kv_tensor_names(const TensorFile& file) {
   std::vector<KvTensorNames> found;
   for (const TensorView& tensor : file.tensors()) {
     const std::string& name = tensor.name;
+    if (!dtype_is_float(tensor.dtype)) continue;  // token ids named "...k" are no keys
     for (const RoleWords& words : kRoleWords) {
       const std::string_view key_word = words.key;
       if (name.size() <= key_word.size() || !std::string_view(name).ends_with(key_word)) continue;
@@ -108,7 +190,8 @@ std::vector<KvTensorNames> find_kv_tensor_names(const TensorFile& file) {
       if (separator != '.' && separator != '_' && separator != '/') continue;
       const std::string stem = name.substr(0, stem_size);
       const std::string values = stem + words.value;
-      if (file.find(values) == nullptr) continue;
+      const TensorView* value_tensor = file.find(values);
+      if (value_tensor == nullptr || !dtype_is_float(value_tensor->dtype)) continue;
       KvTensorNames names;
       names.layer = last_number(stem);
       names.keys = name;
@@ -132,7 +215,7 @@ KvLayerStats measure_kv_layer(const TensorFile& file, const KvTensorNames& names
     const int rank = static_cast<int>(tensor.shape.size());
     const int axis = channel_axis < 0 ? rank - 1 : channel_axis;
     if (rank == 0 || axis >= rank) {
-      fail("'{}': tensor '{}' with shape {} has no channel axis {}", file.path(), tensor.name,
+      fail("'{}': tensor '{}' with shape {} has no channel axis {}", file.path(), printable(tensor.name),
            tensor.shape_string(), axis);
     }
     return axis;

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "eval/structured_inputs.h"
+#include "io/results_document.h"
 #include "quant/codebook.h"
 #include "quant/registry.h"
 #include "quant/rotation.h"
@@ -492,7 +493,7 @@ std::vector<std::string> BoundsReport::failures() const {
 nlohmann::json bounds_report_json(const BoundsReport& report) {
   const VerifyBoundsOptions& options = report.options;
   nlohmann::json out;
-  out["schema"] = "tqlab.bounds/1";
+  out["schema"] = kBoundsSchema;
   out["tqlab_version"] = TQLAB_VERSION;
   out["git_commit"] = TQLAB_GIT_COMMIT;
   out["settings"] = {{"dims", options.dims},

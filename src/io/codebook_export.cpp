@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "io/results_document.h"
 #include "io/tensor_file.h"
 #include "quant/codebook.h"
 #include "tqlab_version.h"
@@ -133,7 +134,7 @@ std::optional<CodebookFormat> codebook_format_for_path(std::string_view path) {
 }
 
 nlohmann::json codebook_json(const Codebook& codebook) {
-  return {{"schema", "tqlab.codebook/1"},
+  return {{"schema", kCodebookSchema},
           {"dim", codebook.dim},
           {"bits", codebook.bits},
           {"distribution", codebook_distribution_name(codebook.distribution)},
@@ -156,7 +157,7 @@ std::string codebook_text(CodebookFormat format, const std::vector<const Codeboo
       if (codebooks.size() == 1) {
         out = codebook_json(*codebooks[0]);
       } else {
-        out = {{"schema", "tqlab.codebook/1"}, {"codebooks", nlohmann::json::array()}};
+        out = {{"schema", kCodebookSchema}, {"codebooks", nlohmann::json::array()}};
         for (const Codebook* codebook : codebooks) out["codebooks"].push_back(codebook_json(*codebook));
       }
       return out.dump(2) + "\n";

@@ -9,28 +9,41 @@
 
 namespace tqlab {
 
-nlohmann::json read_json_file(const std::string& path) {
+namespace {
+
+template <typename Json>
+Json parse_json_file(const std::string& path, std::string_view kind) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail("config '{}': cannot be read (missing, or not readable)", path);
+  if (!in) fail("{} '{}': cannot be read (missing, or not readable)", kind, path);
   std::ostringstream text;
   text << in.rdbuf();
   try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& error) {
+    return Json::parse(text.str());
+  } catch (const typename Json::parse_error& error) {
     // what() is "[json.exception.parse_error.101] parse error at line 3, column 5: ...".
     std::string what = error.what();
     if (const std::size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
-    fail("config '{}': not valid JSON: {}", path, what);
+    fail("{} '{}': not valid JSON: {}", kind, path, what);
   }
 }
 
-JsonReader::JsonReader(const nlohmann::json& value, std::string file, std::string path)
-    : value_(&value), file_(std::move(file)), path_(std::move(path)) {}
+}  // namespace
+
+nlohmann::json read_json_file(const std::string& path, std::string_view kind) {
+  return parse_json_file<nlohmann::json>(path, kind);
+}
+
+nlohmann::ordered_json read_ordered_json_file(const std::string& path, std::string_view kind) {
+  return parse_json_file<nlohmann::ordered_json>(path, kind);
+}
+
+JsonReader::JsonReader(const nlohmann::json& value, std::string file, std::string path, std::string kind)
+    : value_(&value), file_(std::move(file)), path_(std::move(path)), kind_(std::move(kind)) {}
 
 void JsonReader::fail_with(const std::string& message) const {
   // tqlab::fail, not this class's own fail (which formats and comes back here).
-  if (path_.empty()) tqlab::fail("config '{}': {}", file_, message);
-  tqlab::fail("config '{}': {}: {}", file_, path_, message);
+  if (path_.empty()) tqlab::fail("{} '{}': {}", kind_, file_, message);
+  tqlab::fail("{} '{}': {}: {}", kind_, file_, path_, message);
 }
 
 std::string JsonReader::type_name() const {
@@ -58,7 +71,7 @@ void JsonReader::allow_only(std::initializer_list<std::string_view> allowed) con
     for (std::string_view name : allowed) known = known || name == key;
     if (!known) {
       const std::string where = path_.empty() ? key : path_ + "." + key;
-      tqlab::fail("config '{}': unknown key '{}' (allowed{}: {})", file_, where, path_.empty() ? "" : " in " + path_,
+      tqlab::fail("{} '{}': unknown key '{}' (allowed{}: {})", kind_, file_, where, path_.empty() ? "" : " in " + path_,
            fmt::join(allowed, ", "));
     }
   }
@@ -73,20 +86,20 @@ std::optional<JsonReader> JsonReader::find(std::string_view key) const {
   require_object();
   const auto found = value_->find(key);
   if (found == value_->end()) return std::nullopt;
-  return JsonReader(*found, file_, path_.empty() ? std::string(key) : path_ + "." + std::string(key));
+  return JsonReader(*found, file_, path_.empty() ? std::string(key) : path_ + "." + std::string(key), kind_);
 }
 
 JsonReader JsonReader::at(std::string_view key) const {
   if (auto found = find(key)) return *found;
-  if (path_.empty()) tqlab::fail("config '{}': missing key '{}'", file_, key);
-  tqlab::fail("config '{}': missing key '{}.{}'", file_, path_, key);
+  if (path_.empty()) tqlab::fail("{} '{}': missing key '{}'", kind_, file_, key);
+  tqlab::fail("{} '{}': missing key '{}.{}'", kind_, file_, path_, key);
 }
 
 std::vector<std::pair<std::string, JsonReader>> JsonReader::members() const {
   require_object();
   std::vector<std::pair<std::string, JsonReader>> out;
   for (const auto& [key, member] : value_->items()) {
-    out.emplace_back(key, JsonReader(member, file_, path_.empty() ? key : path_ + "." + key));
+    out.emplace_back(key, JsonReader(member, file_, path_.empty() ? key : path_ + "." + key, kind_));
   }
   return out;
 }
@@ -101,7 +114,7 @@ std::vector<JsonReader> JsonReader::elements() const {
   if (!value_->is_array()) fail("expected a list [...], got {}", type_name());
   std::vector<JsonReader> out;
   for (std::size_t i = 0; i < value_->size(); ++i) {
-    out.emplace_back((*value_)[i], file_, fmt::format("{}[{}]", path_, i));
+    out.emplace_back((*value_)[i], file_, fmt::format("{}[{}]", path_, i), kind_);
   }
   return out;
 }

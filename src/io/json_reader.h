@@ -1,6 +1,7 @@
-// Reading a JSON document a user wrote (a sweep config) with errors that say
-// where: every value knows its key path ("grid.k[2]", "metrics.attention.chunk"),
-// and every error names the file, the path and what is allowed, on one line.
+// Reading a JSON document (a sweep config a user wrote, a results file tqlab
+// wrote) with errors that say where: every value knows its key path
+// ("grid.k[2]", "metrics.attention.chunk"), and every error names the kind of
+// document, the file, the path and what is allowed, on one line.
 #pragma once
 
 #include <cstdint>
@@ -17,15 +18,19 @@
 
 namespace tqlab {
 
-/// Parses the JSON text of `path`; InputError naming the file when it cannot be
-/// read or is not JSON (with the parser's line and column).
-nlohmann::json read_json_file(const std::string& path);
+/// Parses the JSON text of `path`; InputError "KIND 'PATH': ..." when it cannot
+/// be read or is not JSON (with the parser's line and column). `kind` says what
+/// the file is to the user: "config", "results".
+nlohmann::json read_json_file(const std::string& path, std::string_view kind = "config");
+/// The same, keeping the members of every object in the file's order.
+nlohmann::ordered_json read_ordered_json_file(const std::string& path, std::string_view kind);
 
 /// A value inside a document, with the file it came from and its key path.
 /// Refers to the document: it must outlive the reader.
 class JsonReader {
  public:
-  JsonReader(const nlohmann::json& value, std::string file, std::string path = "");
+  /// `kind` names the document in messages ("config 'F': ...", "results 'F': ...").
+  JsonReader(const nlohmann::json& value, std::string file, std::string path = "", std::string kind = "config");
 
   const nlohmann::json& value() const { return *value_; }
   /// "grid.k[2]"; "" for the document itself.
@@ -63,7 +68,7 @@ class JsonReader {
   /// "a string", "a number", ... for messages.
   std::string type_name() const;
 
-  /// Throws InputError "config 'FILE': PATH: message".
+  /// Throws InputError "KIND 'FILE': PATH: message".
   template <typename... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
     fail_with(fmt::format(format, std::forward<Args>(args)...));
@@ -76,6 +81,7 @@ class JsonReader {
   const nlohmann::json* value_;
   std::string file_;
   std::string path_;
+  std::string kind_;
 };
 
 }  // namespace tqlab

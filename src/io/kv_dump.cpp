@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/text.h"
 
 namespace tqlab {
 namespace {
@@ -28,7 +29,8 @@ std::pair<std::string_view, std::string_view> split_template(const std::string& 
 int checked_extent(const TensorView& tensor, int axis, const std::string& path) {
   const std::int64_t extent = tensor.shape[static_cast<std::size_t>(axis)];
   if (extent > std::numeric_limits<int>::max()) {
-    fail("'{}': tensor '{}' axis {} has {} entries, more than tqlab handles", path, tensor.name, axis, extent);
+    fail("'{}': tensor '{}' axis {} has {} entries, more than tqlab handles", path, printable(tensor.name), axis,
+         extent);
   }
   return static_cast<int>(extent);
 }
@@ -151,7 +153,7 @@ KvDump::KvDump(const TensorFile& file, KvDumpSpec spec)
   const std::string& path = file_.path();
   const std::vector<int> found = find_template_layers(file_, spec_.keys);
   if (found.empty()) {
-    fail("'{}': no tensor matches the keys template '{}'", path, spec_.keys);
+    fail("'{}': no tensor matches the keys template '{}' (it has: {})", path, printable(spec_.keys), file_.name_list());
   }
   std::vector<int> selected = found;
   if (spec_.layers) {
@@ -179,6 +181,15 @@ KvDump::KvDump(const TensorFile& file, KvDumpSpec spec)
            layer_tensor_name(spec_.keys, layer), name, name_template);
     }
     const TensorView& tensor = file_.get(name);
+    if (!dtype_is_float(tensor.dtype)) {
+      // numpy has no bfloat16: bf16 dumps in .npy/.npz store its bits as '<u2' or '|V2'.
+      const bool bits16 = tensor.dtype == DType::raw16 || tensor.dtype == DType::u16;
+      const std::string hint = bits16 && file_.format() != "safetensors"
+                                   ? " (bfloat16 bits in npy '<u2'/'|V2'? --bf16 reads them as bfloat16)"
+                                   : "";
+      fail("'{}': tensor '{}' (template '{}') is {}, but keys, values and queries must be floats: {}{}", path,
+           printable(tensor.name), printable(name_template), dtype_name(tensor.dtype), float_dtype_names(), hint);
+    }
     if (static_cast<int>(tensor.shape.size()) != layout_.rank) {
       // One axis too many and none for sequences: most likely a batch axis first,
       // as Hugging Face stores its KV caches ("batch head token dim").
@@ -187,11 +198,11 @@ KvDump::KvDump(const TensorFile& file, KvDumpSpec spec)
         hint = fmt::format("; a {}-axis dump with a batch axis first is \"batch {}\"", tensor.shape.size(),
                            normalized_layout(spec_.layout));
       }
-      fail("'{}': tensor '{}' has shape {} ({} axes) but the layout '{}' names {} axes{}", path, tensor.name,
+      fail("'{}': tensor '{}' has shape {} ({} axes) but the layout '{}' names {} axes{}", path, printable(tensor.name),
            tensor.shape_string(), tensor.shape.size(), spec_.layout, layout_.rank, hint);
     }
     if (tensor.element_count() == 0) {
-      fail("'{}': tensor '{}' is empty (shape {})", path, tensor.name, tensor.shape_string());
+      fail("'{}': tensor '{}' is empty (shape {})", path, printable(tensor.name), tensor.shape_string());
     }
     return tensor;
   };
@@ -215,7 +226,7 @@ KvDump::KvDump(const TensorFile& file, KvDumpSpec spec)
     if (extent(v, layout_.seq_axis) != shape.seqs || extent(v, layout_.head_axis) != shape.kv_heads ||
         extent(v, layout_.token_axis) != shape.tokens) {
       fail("'{}': keys '{}' {} and values '{}' {} disagree in sequences, heads or tokens (layout '{}')", path,
-           k.name, k.shape_string(), v.name, v.shape_string(), spec_.layout);
+           printable(k.name), k.shape_string(), printable(v.name), v.shape_string(), spec_.layout);
     }
     if (has_queries_) {
       tensors.queries = &checked_tensor(spec_.queries, layer);
@@ -224,12 +235,12 @@ KvDump::KvDump(const TensorFile& file, KvDumpSpec spec)
       if (extent(q, layout_.seq_axis) != shape.seqs || extent(q, layout_.token_axis) != shape.tokens ||
           extent(q, layout_.dim_axis) != shape.key_dim) {
         fail("'{}': queries '{}' {} and keys '{}' {} disagree in sequences, tokens or head dim (layout '{}')",
-             path, q.name, q.shape_string(), k.name, k.shape_string(), spec_.layout);
+             path, printable(q.name), q.shape_string(), printable(k.name), k.shape_string(), spec_.layout);
       }
       if (shape.q_heads % shape.kv_heads != 0) {
         fail("'{}': queries '{}' have {} heads, not a multiple of the {} key/value heads of '{}' (grouped-query "
              "attention needs q_heads = g * kv_heads)",
-             path, q.name, shape.q_heads, shape.kv_heads, k.name);
+             path, printable(q.name), shape.q_heads, shape.kv_heads, printable(k.name));
       }
     }
     if (spec_.layout_assumed && layers_.empty() && layout_.rank == 3 && shape.kv_heads > shape.tokens) {

@@ -8,6 +8,9 @@
 // "token head dim". Nothing is copied but the one (seq, head) slab asked for.
 //
 // Checked at construction (InputError naming the file, tensor and rule):
+// every K, V and Q tensor is of a float type (f8_e4m3 and f8_e5m2 included:
+// fp8 caches are real, and their values convert to float exactly), so an
+// integer, bool or raw16 tensor named by a template is refused with its dtype;
 // K and V agree in sequences, heads and tokens (head dims may differ, as in
 // MLA models with K 192 / V 128, and may change from layer to layer); Q, when
 // present, agrees with K in sequences, tokens and head dim, and its head

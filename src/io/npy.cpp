@@ -26,6 +26,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "core/text.h"
 
 namespace tqlab {
 namespace {
@@ -35,7 +36,7 @@ constexpr std::size_t kArrayAlign = 64;       // numpy's ARRAY_ALIGN
 constexpr std::size_t kGrowthAxisDigits = 21;  // numpy's GROWTH_AXIS_MAX_DIGITS
 constexpr int kMaxLiteralDepth = 32;           // far deeper than any real header nests
 constexpr std::string_view kSupportedDtypes =
-    "'<f2', '<f4', '<f8', '>f2', '>f4', '>f8', or raw 2-byte '<u2', '>u2', '|V2' (bfloat16 bits)";
+    "'|b1', '|u1', '|i1', and '<' or '>' with u2 i2 u4 i4 u8 i8 f2 f4 f8, or raw 2-byte '|V2' (bfloat16 bits)";
 
 std::uint16_t load_le16(const std::byte* at) {
   return static_cast<std::uint16_t>(std::to_integer<unsigned>(at[0]) | std::to_integer<unsigned>(at[1]) << 8);
@@ -263,24 +264,26 @@ struct DescrType {
   bool big_endian;
 };
 
-// Maps a numpy type string ("<f4") to what we store. nullopt: not supported.
+// Maps a numpy type string ("<f4", "|b1", ">i8") to what we store. nullopt: not supported.
 std::optional<DescrType> parse_descr(std::string_view descr, const OpenOptions& options) {
   char order = '=';
   if (!descr.empty() && (descr[0] == '<' || descr[0] == '>' || descr[0] == '=' || descr[0] == '|')) {
     order = descr[0];
     descr.remove_prefix(1);
   }
-  const bool native_big = std::endian::native == std::endian::big;
-  const bool big = order == '>' || (order == '=' && native_big);
-  const DType raw = options.raw16_as_bf16 ? DType::bf16 : DType::raw16;
-  // '|' means "byte order not applicable": right for void, meaningless for numbers.
-  if (descr == "V2") return DescrType{raw, false};  // raw bytes as the writer's memory held them
+  const DTypeInfo* found = nullptr;
+  for (const DTypeInfo& info : all_dtypes()) {
+    if (info.npy_reads_back && info.npy == descr) found = &info;
+  }
+  if (found == nullptr) return std::nullopt;
+  DType dtype = found->dtype;
+  if (options.raw16_as_bf16 && (dtype == DType::u16 || dtype == DType::raw16)) dtype = DType::bf16;
+  // Void holds bytes as the writer's memory held them, and one byte has no order: any mark will do.
+  // '|' ("not applicable") is numpy's mark for those; for wider numbers it means nothing.
+  if (found->dtype == DType::raw16 || found->size == 1) return DescrType{dtype, false};
   if (order == '|') return std::nullopt;
-  if (descr == "f2") return DescrType{DType::f16, big};
-  if (descr == "f4") return DescrType{DType::f32, big};
-  if (descr == "f8") return DescrType{DType::f64, big};
-  if (descr == "u2") return DescrType{raw, big};
-  return std::nullopt;
+  const bool native_big = std::endian::native == std::endian::big;
+  return DescrType{dtype, order == '>' || (order == '=' && native_big)};
 }
 
 std::string describe_shape(std::span<const std::int64_t> shape) {
@@ -292,17 +295,17 @@ std::string describe_shape(std::span<const std::int64_t> shape) {
 
 std::uint64_t npy_data_offset(std::span<const std::byte> prefix, std::string_view name, std::string_view where) {
   if (prefix.size() < kMagic.size() || std::memcmp(prefix.data(), kMagic.data(), kMagic.size()) != 0) {
-    fail("{}: tensor '{}' is not a .npy stream (expected the magic bytes \\x93NUMPY)", where, name);
+    fail("{}: tensor '{}' is not a .npy stream (expected the magic bytes \\x93NUMPY)", where, printable(name));
   }
-  if (prefix.size() < 8) fail("{}: tensor '{}': .npy preamble is truncated", where, name);
+  if (prefix.size() < 8) fail("{}: tensor '{}': .npy preamble is truncated", where, printable(name));
   const int major = std::to_integer<int>(prefix[6]);
   const int minor = std::to_integer<int>(prefix[7]);
   if (major < 1 || major > 3 || minor != 0) {
-    fail("{}: tensor '{}': unsupported .npy format version {}.{} (expected 1.0, 2.0 or 3.0)", where, name, major,
-         minor);
+    fail("{}: tensor '{}': unsupported .npy format version {}.{} (expected 1.0, 2.0 or 3.0)", where, printable(name),
+         major, minor);
   }
   const std::size_t preamble = major == 1 ? 10 : 12;
-  if (prefix.size() < preamble) fail("{}: tensor '{}': .npy preamble is truncated", where, name);
+  if (prefix.size() < preamble) fail("{}: tensor '{}': .npy preamble is truncated", where, printable(name));
   const std::uint64_t header_length = major == 1 ? load_le16(prefix.data() + 8) : load_le32(prefix.data() + 8);
   return preamble + header_length;
 }
@@ -315,11 +318,11 @@ NpyHeader parse_npy_header(std::span<const std::byte> prefix, std::string_view n
   const std::size_t header_start = header.major_version == 1 ? 10 : 12;
   if (header.data_offset > prefix.size()) {
     fail("{}: tensor '{}': .npy header length {} runs past the end ({} bytes follow the {}-byte preamble)", where,
-         name, header.data_offset - header_start, prefix.size() - header_start, header_start);
+         printable(name), header.data_offset - header_start, prefix.size() - header_start, header_start);
   }
   const std::string_view text(reinterpret_cast<const char*>(prefix.data()) + header_start,
                               header.data_offset - header_start);
-  const std::string context = fmt::format("{}: tensor '{}'", where, name);
+  const std::string context = fmt::format("{}: tensor '{}'", where, printable(name));
   const PyLiteral dict = LiteralParser(text, context).parse_all();
   if (dict.kind != PyLiteral::Kind::dict) {
     fail("{}: header is not a dict but {:.60}", context, dict.source);
@@ -348,7 +351,7 @@ NpyHeader parse_npy_header(std::span<const std::byte> prefix, std::string_view n
   std::optional<DescrType> type;
   if (descr->kind == PyLiteral::Kind::string) type = parse_descr(descr->text, options);
   if (!type) {
-    fail("unsupported dtype {:.80} for tensor '{}' in {} (supported: {})", descr->source, name, where,
+    fail("unsupported dtype {:.80} for tensor '{}' in {} (supported: {})", descr->source, printable(name), where,
          kSupportedDtypes);
   }
   header.dtype = type->dtype;
@@ -391,7 +394,7 @@ TensorView parse_npy(std::span<const std::byte> bytes, std::string name, std::st
   const NpyHeader header = parse_npy_header(bytes, name, where, options);
   const std::uint64_t present = bytes.size() - header.data_offset;
   if (present != header.data_bytes) {
-    fail("{}: tensor '{}': {} with shape {} needs {} data bytes but {} follow the header{}", where, name,
+    fail("{}: tensor '{}': {} with shape {} needs {} data bytes but {} follow the header{}", where, printable(name),
          dtype_name(header.dtype), describe_shape(header.shape), header.data_bytes, present,
          present < header.data_bytes ? " (truncated file?)" : "");
   }
@@ -428,24 +431,21 @@ std::vector<std::byte> encode_npy_header(const TensorToWrite& tensor) {
   std::uint64_t elements = 1;
   bool overflow = false;
   for (std::int64_t extent : tensor.shape) {
-    if (extent < 0) fail("tensor '{}': negative extent in shape {}", tensor.name, describe_shape(tensor.shape));
+    if (extent < 0) {
+      fail("tensor '{}': negative extent in shape {}", printable(tensor.name), describe_shape(tensor.shape));
+    }
     overflow |= __builtin_mul_overflow(elements, static_cast<std::uint64_t>(extent), &elements);
   }
   std::uint64_t expected_bytes = 0;
   overflow |= __builtin_mul_overflow(elements, dtype_size(tensor.dtype), &expected_bytes);
   if (overflow || expected_bytes != tensor.bytes.size()) {
-    fail("tensor '{}': {} bytes given for {} with shape {}, expected {}", tensor.name, tensor.bytes.size(),
+    fail("tensor '{}': {} bytes given for {} with shape {}, expected {}", printable(tensor.name), tensor.bytes.size(),
          dtype_name(tensor.dtype), describe_shape(tensor.shape), expected_bytes);
   }
 
-  std::string_view descr;
-  switch (tensor.dtype) {
-    case DType::f16: descr = "<f2"; break;
-    case DType::f32: descr = "<f4"; break;
-    case DType::f64: descr = "<f8"; break;
-    case DType::bf16:
-    case DType::raw16: descr = "<u2"; break;  // numpy has no bfloat16: keep the bits
-  }
+  // numpy has no bfloat16 or fp8: their bits go out as '<u2' / '|u1' (dtype.h's table).
+  const DTypeInfo& info = dtype_info(tensor.dtype);
+  const std::string descr = fmt::format("{}{}", info.size == 1 || info.kind == DTypeKind::raw ? '|' : '<', info.npy);
   // Exactly numpy's text (keys sorted, repr of each value, ", " after each), then the
   // spaces numpy leaves so the first axis can grow in place, then padding to 64 bytes.
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr,
@@ -462,7 +462,9 @@ std::vector<std::byte> encode_npy_header(const TensorToWrite& tensor) {
     padded = header.size() + 1;
     padded += kArrayAlign - (preamble + padded) % kArrayAlign;
   }
-  if (padded > 0xFFFFFFFFu) fail("tensor '{}': rank {} is too large for a .npy header", tensor.name, tensor.shape.size());
+  if (padded > 0xFFFFFFFFu) {
+    fail("tensor '{}': rank {} is too large for a .npy header", printable(tensor.name), tensor.shape.size());
+  }
   header.append(padded - header.size() - 1, ' ');
   header.push_back('\n');
 

@@ -4,16 +4,17 @@
 // Python dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 // padded with spaces to a multiple of 64 bytes and ended by '\n', then the data.
 //
-// Read: descr '<f2' '<f4' '<f8', '>f2' '>f4' '>f8' ('=' means native, little-endian here),
-// and raw 2-byte values '<u2' '>u2' '|V2' (bfloat16 has no numpy dtype, so bf16 dumps
-// store its bits that way) as DType::raw16, or DType::bf16 with OpenOptions::raw16_as_bf16.
-// C and Fortran order, any rank (0-d included), zero-length axes. Anything else is an
-// InputError naming the file, the tensor and what was expected.
+// Read: descr '|b1' (bool), '|u1' '|i1', and '<' or '>' (or '=', native: little-endian here)
+// with 'u2' 'i2' 'u4' 'i4' 'u8' 'i8' 'f2' 'f4' 'f8'; and raw 2-byte values '|V2' (what numpy
+// writes for ml_dtypes' bfloat16) as DType::raw16. bfloat16 has no numpy dtype, so bf16 dumps
+// often store its bits as '<u2': that reads as u16, or as bf16 with OpenOptions::raw16_as_bf16
+// (which also reads '|V2' as bf16). C and Fortran order, any rank (0-d included), zero-length
+// axes. Anything else is an InputError naming the file, the tensor and what was expected.
 //
 // Written: version 1.0 (2.0 when the header outgrows 65535 bytes), little-endian, C order,
-// byte-identical to what numpy 1.24's np.save writes for the same array. bf16 and raw16
-// tensors are written as '<u2': read them back with raw16_as_bf16 (or, in numpy,
-// `(a.astype(np.uint32) << 16).view(np.float32)`).
+// byte-identical to what numpy 1.24's np.save writes for the same array. The descr comes from
+// core/dtype.h's table: bf16 is written as '<u2' (read it back with raw16_as_bf16, or in numpy
+// `(a.astype(np.uint32) << 16).view(np.float32)`), fp8 as '|u1' (its bits), raw16 as '|V2'.
 #pragma once
 
 #include <cstddef>

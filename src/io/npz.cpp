@@ -29,6 +29,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "core/text.h"
 #include "io/npy.h"
 
 namespace tqlab {
@@ -243,7 +244,7 @@ class ArchiveReader {
       }
       Member member;
       member.name.assign(reinterpret_cast<const char*>(header + central_header::kSize), name_length);
-      member.where = fmt::format("'{}' member '{}'", path_, member.name);
+      member.where = fmt::format("'{}' member '{}'", path_, printable(member.name));
       member.flags = load_u16(header + central_header::kFlags);
       member.method = load_u16(header + central_header::kMethod);
       member.crc32 = load_u32(header + central_header::kCrc32);
@@ -346,7 +347,8 @@ class ArchiveReader {
     for (std::size_t i = 1; i < by_offset.size(); ++i) {
       const Member& before = *by_offset[i - 1];
       if (before.data_offset + before.compressed_size > by_offset[i]->local_header_offset) {
-        fail("'{}': corrupt archive: members '{}' and '{}' overlap", path_, before.name, by_offset[i]->name);
+        fail("'{}': corrupt archive: members '{}' and '{}' overlap", path_, printable(before.name),
+           printable(by_offset[i]->name));
       }
     }
   }
@@ -542,9 +544,10 @@ std::vector<std::byte> deflate_raw(std::span<const std::span<const std::byte>> p
   return out;
 }
 
+// Bit 11 says the name is UTF-8; a name that is not (bytes from another archive) goes without it.
 std::uint16_t name_flags(std::string_view name) {
   const bool ascii = std::all_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-  return ascii ? 0 : kFlagUtf8Name;
+  return ascii || !is_valid_utf8(name) ? 0 : kFlagUtf8Name;
 }
 
 // Local header; sizes in zip64 form (both, as the format requires) when either overflows.
@@ -639,8 +642,10 @@ void write_npz_archive(const std::string& path, std::span<const TensorToWrite> t
   std::set<std::string_view> names;
   for (const TensorToWrite& tensor : tensors) {
     if (tensor.name.empty()) fail("'{}': a tensor with an empty name cannot be an .npz member", path);
-    if (tensor.name.size() > 0xFFFF - 4) fail("'{}': tensor name '{:.40}...' is too long for a zip member", path, tensor.name);
-    if (!names.insert(tensor.name).second) fail("'{}': tensor name '{}' given twice", path, tensor.name);
+    if (tensor.name.size() > 0xFFFF - 4) {
+      fail("'{}': tensor name '{}' is too long for a zip member", path, printable(tensor.name));
+    }
+    if (!names.insert(tensor.name).second) fail("'{}': tensor name '{}' given twice", path, printable(tensor.name));
   }
   AtomicFileWriter writer(path);
   std::vector<WrittenMember> members;
@@ -653,7 +658,7 @@ void write_npz_archive(const std::string& path, std::span<const TensorToWrite> t
     member.uncompressed_size = npy_header.size() + tensor.bytes.size();
     std::vector<std::byte> deflated;
     if (compressed) {
-      deflated = deflate_raw(pieces, fmt::format("'{}' member '{}'", path, member.name));
+      deflated = deflate_raw(pieces, fmt::format("'{}' member '{}'", path, printable(member.name)));
       member.method = kMethodDeflated;
       member.compressed_size = deflated.size();
     } else {

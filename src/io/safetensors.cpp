@@ -18,6 +18,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "core/text.h"
 
 namespace tqlab {
 namespace {
@@ -45,26 +46,6 @@ struct HeaderEntry {
   std::uint64_t end = 0;
 };
 
-std::optional<DType> dtype_from_code(std::string_view code) {
-  if (code == "F16") return DType::f16;
-  if (code == "BF16") return DType::bf16;
-  if (code == "F32") return DType::f32;
-  if (code == "F64") return DType::f64;
-  return std::nullopt;
-}
-
-std::string_view code_from_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::f16: return "F16";
-    // raw16 has no meaning of its own; bfloat16 is what such dumps hold in practice.
-    case DType::bf16:
-    case DType::raw16: return "BF16";
-    case DType::f32: return "F32";
-    case DType::f64: return "F64";
-  }
-  return "?";
-}
-
 /// product(shape) * item_bytes, or nullopt when the product of the non-zero
 /// extents times item_bytes exceeds INT64_MAX. Extents must be non-negative.
 std::optional<std::uint64_t> checked_byte_count(std::span<const std::int64_t> shape, std::size_t item_bytes) {
@@ -90,11 +71,7 @@ std::uint64_t load_u64_le(const std::byte* at) {
   return value;
 }
 
-std::string quoted(const json& value) {
-  std::string text = value.dump();
-  if (text.size() > kMaxQuotedChars) text = text.substr(0, kMaxQuotedChars) + "...";
-  return text;
-}
+std::string quoted(const json& value) { return printable(value.dump(), kMaxQuotedChars); }
 
 /// The value if it is a JSON integer in [0, INT64_MAX].
 std::optional<std::uint64_t> as_non_negative(const json& value) {
@@ -118,19 +95,28 @@ json parse_header_json(const std::string& path, std::string_view text) {
     } else if (event == json::parse_event_t::key) {
       const auto& key = parsed.get_ref<const std::string&>();
       if (!open_objects.back().insert(key).second) {
-        if (depth == 1) fail("'{}': the safetensors header lists tensor '{}' twice", path, key);
-        fail("'{}': the safetensors header has key \"{}\" twice in one object", path, key);
+        if (depth == 1) fail("'{}': the safetensors header lists tensor '{}' twice", path, printable(key));
+        fail("'{}': the safetensors header has key \"{}\" twice in one object", path, printable(key));
       }
     }
     return true;
   };
+  // The format requires UTF-8 (the reference implementation refuses anything else): say
+  // where the first stray byte is, rather than the parser's echo of the bytes before it.
+  if (const std::size_t bad = invalid_utf8_offset(text); bad != std::string_view::npos) {
+    const std::size_t context = std::min<std::size_t>(bad, 24);
+    fail("'{}': the safetensors header is not UTF-8, as the format requires: byte 0x{:02X} at header byte {}, "
+         "after \"{}\"",
+         path, static_cast<unsigned char>(text[bad]), bad, printable(text.substr(bad - context, context)));
+  }
   try {
     return json::parse(text.begin(), text.end(), refuse_duplicates);
   } catch (const json::parse_error& error) {
-    // what() starts with "[json.exception.parse_error.101] "; the rest says where and why.
+    // what() starts with "[json.exception.parse_error.101] "; the rest says where and why, and
+    // echoes the token read so far, which may be a long name: keep the message one short line.
     std::string_view reason = error.what();
     if (const auto bracket = reason.find("] "); bracket != std::string_view::npos) reason.remove_prefix(bracket + 2);
-    fail("'{}': the safetensors header ({} bytes) is not valid JSON: {}", path, text.size(), reason);
+    fail("'{}': the safetensors header ({} bytes) is not valid JSON: {}", path, text.size(), printable(reason, 240));
   }
 }
 
@@ -143,7 +129,7 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
   for (const auto& item : value.items()) {
     if (!item.value().is_string()) {
       fail("'{}': \"__metadata__\" key \"{}\" holds {}, expected a string (metadata maps strings to strings)",
-           path, item.key(), quoted(item.value()));
+           path, printable(item.key()), quoted(item.value()));
     }
     metadata.emplace(item.key(), item.value().get<std::string>());
   }
@@ -153,19 +139,20 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
 /// Validates one tensor entry against the data buffer's size; touches no data.
 HeaderEntry parse_entry(const std::string& path, const std::string& name, const json& value,
                         std::uint64_t buffer_bytes) {
+  const std::string shown = printable(name);
   if (!value.is_object()) {
-    fail("'{}': tensor '{}' is described by a JSON {}, expected an object with {}", path, name, value.type_name(),
+    fail("'{}': tensor '{}' is described by a JSON {}, expected an object with {}", path, shown, value.type_name(),
          kEntryKeys);
   }
   for (const char* key : {"dtype", "shape", "data_offsets"}) {
-    if (!value.contains(key)) fail("'{}': tensor '{}' has no \"{}\" (an entry holds {})", path, name, key, kEntryKeys);
+    if (!value.contains(key)) fail("'{}': tensor '{}' has no \"{}\" (an entry holds {})", path, shown, key, kEntryKeys);
   }
   if (value.size() != 3) {
     for (const auto& item : value.items()) {
       const std::string& key = item.key();
       if (key != "dtype" && key != "shape" && key != "data_offsets") {
-        fail("'{}': tensor '{}' has an unexpected key \"{}\" (an entry holds exactly {})", path, name, key,
-             kEntryKeys);
+        fail("'{}': tensor '{}' has an unexpected key \"{}\" (an entry holds exactly {})", path, shown,
+             printable(key), kEntryKeys);
       }
     }
   }
@@ -174,24 +161,24 @@ HeaderEntry parse_entry(const std::string& path, const std::string& name, const 
   entry.name = name;
   const json& dtype = value.at("dtype");
   if (!dtype.is_string()) {
-    fail("'{}': tensor '{}': dtype is {}, expected a string such as \"F16\"", path, name, quoted(dtype));
+    fail("'{}': tensor '{}': dtype is {}, expected a string such as \"F16\"", path, shown, quoted(dtype));
   }
   entry.dtype_code = dtype.get<std::string>();
-  const std::optional<DType> parsed_dtype = dtype_from_code(entry.dtype_code);
+  const std::optional<DType> parsed_dtype = dtype_from_safetensors(entry.dtype_code);
   if (!parsed_dtype) {
-    fail("'{}': tensor '{}' has unsupported dtype '{}' (supported: F16, BF16, F32, F64)", path, name,
-         entry.dtype_code);
+    fail("'{}': tensor '{}' has unsupported dtype '{}' (supported: {})", path, shown, printable(entry.dtype_code),
+         safetensors_codes());
   }
   entry.dtype = *parsed_dtype;
 
   const json& shape = value.at("shape");
   if (!shape.is_array()) {
-    fail("'{}': tensor '{}': shape is {}, expected an array of non-negative integers", path, name, quoted(shape));
+    fail("'{}': tensor '{}': shape is {}, expected an array of non-negative integers", path, shown, quoted(shape));
   }
   for (const json& extent : shape) {
     const std::optional<std::uint64_t> checked = as_non_negative(extent);
     if (!checked) {
-      fail("'{}': tensor '{}': shape {} holds {}, expected non-negative integers", path, name, quoted(shape),
+      fail("'{}': tensor '{}': shape {} holds {}, expected non-negative integers", path, shown, quoted(shape),
            quoted(extent));
     }
     entry.shape.push_back(static_cast<std::int64_t>(*checked));
@@ -204,27 +191,27 @@ HeaderEntry parse_entry(const std::string& path, const std::string& name, const 
     end = as_non_negative(offsets[1]);
   }
   if (!begin || !end) {
-    fail("'{}': tensor '{}': data_offsets is {}, expected [begin, end], two non-negative integers", path, name,
+    fail("'{}': tensor '{}': data_offsets is {}, expected [begin, end], two non-negative integers", path, shown,
          quoted(offsets));
   }
   entry.begin = *begin;
   entry.end = *end;
   if (entry.begin > entry.end) {
-    fail("'{}': tensor '{}': data_offsets [{}, {}] begin after they end", path, name, entry.begin, entry.end);
+    fail("'{}': tensor '{}': data_offsets [{}, {}] begin after they end", path, shown, entry.begin, entry.end);
   }
 
   const std::optional<std::uint64_t> bytes = checked_byte_count(entry.shape, dtype_size(entry.dtype));
   if (!bytes) {
-    fail("'{}': tensor '{}': shape [{}] of {} is too large (its byte count overflows 63 bits)", path, name,
+    fail("'{}': tensor '{}': shape [{}] of {} is too large (its byte count overflows 63 bits)", path, shown,
          fmt::join(entry.shape, ", "), entry.dtype_code);
   }
   if (entry.end - entry.begin != *bytes) {
-    fail("'{}': tensor '{}': shape [{}] of {} needs {} bytes, but data_offsets [{}, {}] span {}", path, name,
+    fail("'{}': tensor '{}': shape [{}] of {} needs {} bytes, but data_offsets [{}, {}] span {}", path, shown,
          fmt::join(entry.shape, ", "), entry.dtype_code, *bytes, entry.begin, entry.end, entry.end - entry.begin);
   }
   if (entry.end > buffer_bytes) {
     fail("'{}': tensor '{}': data_offsets [{}, {}] run past the end of the {}-byte data buffer (file truncated?)",
-         path, name, entry.begin, entry.end, buffer_bytes);
+         path, shown, entry.begin, entry.end, buffer_bytes);
   }
   return entry;
 }
@@ -237,12 +224,12 @@ void check_buffer_tiling(const std::string& path, const std::vector<HeaderEntry>
   for (const HeaderEntry& entry : entries) {
     if (entry.begin < covered) {
       fail("'{}': tensors '{}' (data_offsets [{}, {}]) and '{}' (data_offsets [{}, {}]) overlap", path,
-           previous->name, previous->begin, previous->end, entry.name, entry.begin, entry.end);
+           printable(previous->name), previous->begin, previous->end, printable(entry.name), entry.begin, entry.end);
     }
     if (entry.begin > covered) {
       fail("'{}': bytes [{}, {}) of the data buffer, before tensor '{}', belong to no tensor "
            "(safetensors tensors cover the buffer without gaps)",
-           path, covered, entry.begin, entry.name);
+           path, covered, entry.begin, printable(entry.name));
     }
     covered = entry.end;
     previous = &entry;
@@ -251,7 +238,7 @@ void check_buffer_tiling(const std::string& path, const std::vector<HeaderEntry>
     fail("'{}': the last {} bytes of the {}-byte data buffer belong to no tensor ({}trailing garbage, or a "
          "header entry is missing)",
          path, buffer_bytes - covered, buffer_bytes,
-         previous ? fmt::format("tensor '{}' ends at {}; ", previous->name, previous->end) : std::string());
+         previous ? fmt::format("tensor '{}' ends at {}; ", printable(previous->name), previous->end) : std::string());
   }
 }
 
@@ -322,6 +309,19 @@ std::unique_ptr<TensorFile> open_safetensors(std::shared_ptr<const MappedFile> m
 
 void write_safetensors(const std::string& path, std::span<const TensorToWrite> tensors,
                        const std::map<std::string, std::string>& metadata) {
+  // A JSON header holds UTF-8 only; names from an .npz member (bytes) may be anything else.
+  const auto not_utf8 = [&](const std::string& what) {
+    fail("'{}': {} is not valid UTF-8, which a safetensors header requires (.npz keeps such names)", path, what);
+  };
+  for (const auto& [key, value] : metadata) {
+    if (!is_valid_utf8(key)) not_utf8(fmt::format("metadata key '{}'", printable(key)));
+    if (!is_valid_utf8(value)) {
+      not_utf8(fmt::format("the value '{}' of metadata key '{}'", printable(value), printable(key)));
+    }
+  }
+  for (const TensorToWrite& tensor : tensors) {
+    if (!is_valid_utf8(tensor.name)) not_utf8(fmt::format("tensor name '{}'", printable(tensor.name)));
+  }
   // ordered_json keeps insertion order, so the header lists tensors in the caller's order.
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header[std::string(kMetadataKey)] = metadata;
@@ -332,30 +332,25 @@ void write_safetensors(const std::string& path, std::span<const TensorToWrite> t
       fail("'{}': a tensor cannot be named '{}': safetensors reserves that key for metadata", path, kMetadataKey);
     }
     if (!names.insert(tensor.name).second) {
-      fail("'{}': tensor '{}' is given twice; tensor names in one file must be unique", path, tensor.name);
+      fail("'{}': tensor '{}' is given twice; tensor names in one file must be unique", path, printable(tensor.name));
     }
     if (std::any_of(tensor.shape.begin(), tensor.shape.end(), [](std::int64_t extent) { return extent < 0; })) {
-      fail("'{}': tensor '{}' has shape [{}], expected non-negative extents", path, tensor.name,
+      fail("'{}': tensor '{}' has shape [{}], expected non-negative extents", path, printable(tensor.name),
            fmt::join(tensor.shape, ", "));
     }
     const std::optional<std::uint64_t> bytes = checked_byte_count(tensor.shape, dtype_size(tensor.dtype));
     if (!bytes || tensor.bytes.size() != *bytes) {
       fail("'{}': tensor '{}' comes with {} bytes, expected product of shape [{}] times {} bytes per {}", path,
-           tensor.name, tensor.bytes.size(), fmt::join(tensor.shape, ", "), dtype_size(tensor.dtype),
+           printable(tensor.name), tensor.bytes.size(), fmt::join(tensor.shape, ", "), dtype_size(tensor.dtype),
            dtype_name(tensor.dtype));
     }
-    header[tensor.name] = {{"dtype", code_from_dtype(tensor.dtype)},
+    header[tensor.name] = {{"dtype", dtype_info(tensor.dtype).safetensors},
                            {"shape", tensor.shape},
                            {"data_offsets", nlohmann::ordered_json::array({offset, offset + *bytes})}};
     offset += *bytes;
   }
 
-  std::string header_text;
-  try {
-    header_text = header.dump();
-  } catch (const nlohmann::ordered_json::type_error& error) {
-    fail("'{}': tensor names and metadata must be valid UTF-8: {}", path, error.what());
-  }
+  std::string header_text = header.dump();
   // The length field is 8 bytes, so padding the header to a multiple of 8
   // starts the data buffer at a multiple of 8: every dtype is then aligned
   // for readers that map the file and cast.

@@ -31,8 +31,10 @@ namespace tqlab {
 class MappedFile;
 
 /// Opens a mapped .safetensors file after validating its whole header.
-/// Supported dtypes: F16, BF16, F32, F64; any other is an InputError naming
-/// the file, the tensor and the dtype. Tensors are listed in the order of
+/// Supported dtypes: every one of core/dtype.h (BOOL, U8, I8, U16, I16, U32,
+/// I32, U64, I64, F8_E4M3, F8_E5M2, F16, BF16, F32, F64); any other is an
+/// InputError naming the file, the tensor and the dtype. The header must be
+/// UTF-8, as the format requires: a stray byte is an InputError saying where. Tensors are listed in the order of
 /// their data offsets (JSON object order is not kept by the parser; offset
 /// order is the order writers store them in; zero-byte tensors sharing an
 /// offset are ordered by name). Views point into the mapping
@@ -41,12 +43,13 @@ class MappedFile;
 /// tensor) on any defect.
 std::unique_ptr<TensorFile> open_safetensors(std::shared_ptr<const MappedFile> mapping);
 
-/// Writes the tensors (F16, BF16, F32, F64; raw16 is stored as BF16) and
+/// Writes the tensors (every dtype; raw16 is stored as BF16) and
 /// metadata, atomically. Header entries follow the order of `tensors`, with
 /// `__metadata__` first when `metadata` is non-empty; the header is padded
 /// with spaces so the data buffer starts at a multiple of 8 bytes; tensor
 /// bytes are packed back to back in the given order. Throws InputError
 /// naming the file and tensor for a duplicate or reserved name ("__metadata__"),
+/// a name or metadata string that is not UTF-8,
 /// a negative extent, or `bytes` not holding product(shape) * itemsize bytes.
 void write_safetensors(const std::string& path, std::span<const TensorToWrite> tensors,
                        const std::map<std::string, std::string>& metadata);

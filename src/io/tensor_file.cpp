@@ -1,7 +1,6 @@
 #include "io/tensor_file.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <functional>
 
@@ -9,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "core/text.h"
 #include "io/npy.h"
 #include "io/npz.h"
 #include "io/safetensors.h"
@@ -95,13 +95,24 @@ const TensorView* TensorFile::find(std::string_view name) const {
 
 const TensorView& TensorFile::get(std::string_view name) const {
   if (const TensorView* tensor = find(name)) return *tensor;
-  std::vector<std::string_view> names;
-  for (const TensorView& tensor : tensors_) names.push_back(tensor.name);
-  if (names.size() > 12) {
-    names.resize(12);
-    names.push_back("...");
+  fail("'{}': no tensor named '{}' (it has: {})", path_, printable(name), name_list());
+}
+
+std::string TensorFile::name_list() const {
+  // The names come from the file: escaped, each cut short, and only as many as fit a line.
+  constexpr std::size_t kListedBytes = 200;
+  constexpr std::size_t kNameBytes = 48;
+  if (tensors_.empty()) return "no tensors";
+  std::string listed;
+  std::size_t shown = 0;
+  for (const TensorView& tensor : tensors_) {
+    const std::string entry = printable(tensor.name, kNameBytes);
+    if (shown > 0 && listed.size() + entry.size() > kListedBytes) break;
+    listed += (shown > 0 ? ", " : "") + entry;
+    ++shown;
   }
-  fail("'{}': no tensor named '{}' (it has: {})", path_, name, fmt::join(names, ", "));
+  if (shown < tensors_.size()) listed += fmt::format(", ... ({} more)", tensors_.size() - shown);
+  return listed;
 }
 
 void TensorFile::release(const TensorView& tensor) const {
@@ -138,14 +149,11 @@ Raw load(const std::byte* at, bool big_endian) {
 }
 
 float load_float(const std::byte* at, DType dtype, bool big_endian) {
-  switch (dtype) {
-    case DType::f16: return half_to_float(load<std::uint16_t>(at, big_endian));
-    case DType::bf16:
-    case DType::raw16: return bf16_to_float(load<std::uint16_t>(at, big_endian));
-    case DType::f32: return std::bit_cast<float>(load<std::uint32_t>(at, big_endian));
-    case DType::f64: return static_cast<float>(std::bit_cast<double>(load<std::uint64_t>(at, big_endian)));
-  }
-  return 0.0f;
+  if (!big_endian) return load_element(at, dtype);
+  std::byte swapped[8];
+  const std::size_t size = dtype_size(dtype);
+  std::reverse_copy(at, at + size, swapped);
+  return load_element(swapped, dtype);
 }
 
 // Calls visit(element_offset) for every element in C order.
@@ -174,8 +182,8 @@ void for_each_c_order(const TensorView& tensor, Visit&& visit) {
 void read_floats(const TensorView& tensor, std::int64_t base, std::int64_t step, std::int64_t count,
                  float* out) {
   if (tensor.dtype == DType::raw16) {
-    fail("tensor '{}' holds raw 2-byte values; say how to read them (e.g. --bf16 / \"dtype\": \"bf16\")",
-         tensor.name);
+    fail("tensor '{}' holds raw 2-byte values (npy '|V2'); say how to read them (e.g. --bf16)",
+         printable(tensor.name));
   }
   if (count <= 0) return;  // an empty tensor's data (and the caller's buffer) may be null: no memcpy on null
   const std::size_t size = dtype_size(tensor.dtype);
@@ -187,6 +195,9 @@ void read_floats(const TensorView& tensor, std::int64_t base, std::int64_t step,
       case DType::f32: std::memcpy(out, at, static_cast<std::size_t>(count) * 4); return;
       case DType::f16:
         for (std::int64_t i = 0; i < count; ++i) out[i] = half_to_float(load<std::uint16_t>(at + 2 * i, false));
+        return;
+      case DType::bf16:
+        for (std::int64_t i = 0; i < count; ++i) out[i] = bf16_to_float(load<std::uint16_t>(at + 2 * i, false));
         return;
       default: break;
     }
@@ -214,6 +225,46 @@ std::vector<std::byte> read_all_bytes(const TensorView& tensor) {
     next += size;
   });
   return bytes;
+}
+
+namespace {
+
+// An integer or bool element widened to 64 bits: signed types sign-extended, bools 0 or 1.
+std::uint64_t widened_element(const TensorView& tensor, std::int64_t offset) {
+  const std::byte* at = tensor.data + offset * static_cast<std::int64_t>(dtype_size(tensor.dtype));
+  const bool big = tensor.big_endian;
+  const auto extend = [](std::int64_t value) { return static_cast<std::uint64_t>(value); };
+  switch (tensor.dtype) {
+    case DType::boolean: return load<std::uint8_t>(at, false) != 0 ? 1 : 0;
+    case DType::u8: return load<std::uint8_t>(at, false);
+    case DType::i8: return extend(load<std::int8_t>(at, false));
+    case DType::u16: return load<std::uint16_t>(at, big);
+    case DType::i16: return extend(load<std::int16_t>(at, big));
+    case DType::u32: return load<std::uint32_t>(at, big);
+    case DType::i32: return extend(load<std::int32_t>(at, big));
+    case DType::u64: return load<std::uint64_t>(at, big);
+    case DType::i64: return extend(load<std::int64_t>(at, big));
+    default: break;
+  }
+  throw InternalError(
+      fmt::format("tensor '{}' of {} holds no integers", printable(tensor.name), dtype_name(tensor.dtype)));
+}
+
+}  // namespace
+
+std::int64_t load_signed(const TensorView& tensor, std::int64_t offset) {
+  if (dtype_info(tensor.dtype).kind != DTypeKind::signed_integer) {
+    throw InternalError(fmt::format("load_signed: tensor of {}", dtype_name(tensor.dtype)));
+  }
+  return static_cast<std::int64_t>(widened_element(tensor, offset));
+}
+
+std::uint64_t load_unsigned(const TensorView& tensor, std::int64_t offset) {
+  const DTypeKind kind = dtype_info(tensor.dtype).kind;
+  if (kind != DTypeKind::unsigned_integer && kind != DTypeKind::boolean) {
+    throw InternalError(fmt::format("load_unsigned: tensor of {}", dtype_name(tensor.dtype)));
+  }
+  return widened_element(tensor, offset);
 }
 
 void write_tensor_file(const std::string& path, std::span<const TensorToWrite> tensors,

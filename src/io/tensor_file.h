@@ -1,6 +1,11 @@
 // A file of named tensors (.npy, .npz or .safetensors), opened and validated
 // once, its data converted to float on demand.
 //
+// Tensors may be of any element type of core/dtype.h: float tensors (K, V, Q)
+// are read as float; integer and bool tensors (token ids, masks, position ids)
+// are read exactly with load_signed / load_unsigned (or as float, rounded);
+// every tensor's bytes can be copied out unchanged with read_all_bytes.
+//
 // Every reader validates the whole header before any data is touched: a
 // tensor's bytes must lie inside the file and equal product(shape) times the
 // element size, so a 2 GB shape declared in a 1 kB file is an error, not an
@@ -46,7 +51,8 @@ std::vector<std::int64_t> c_order_strides(const std::vector<std::int64_t>& shape
 
 /// Options that change how stored bytes are interpreted.
 struct OpenOptions {
-  /// Read 2-byte raw values (npy '<u2', '|V2') as bfloat16.
+  /// Read npy '<u2'/'>u2' (otherwise u16) and '|V2' (otherwise raw16) as bfloat16:
+  /// numpy has no bfloat16, so bf16 dumps store its bits that way.
   bool raw16_as_bf16 = false;
 };
 
@@ -67,6 +73,9 @@ class TensorFile {
   const TensorView* find(std::string_view name) const;
   /// The tensor called `name`; InputError naming the file and listing names otherwise.
   const TensorView& get(std::string_view name) const;
+  /// The tensor names for a message: escaped and cut (core/text.h), as many as fit
+  /// about 200 bytes, then "... (N more)"; "no tensors" for an empty file.
+  std::string name_list() const;
 
   /// Gives back the resident pages of a tensor's data (no-op for inflated data).
   void release(const TensorView& tensor) const;
@@ -89,7 +98,9 @@ class TensorFile {
   std::map<std::string, std::string> metadata_;
 };
 
-/// Converts `count` elements at element offsets base, base + step, ... to float.
+/// Converts `count` elements at element offsets base, base + step, ... to float
+/// (integers and bools are rounded to float's 24-bit significand; callers that
+/// need them exactly use load_signed / load_unsigned).
 /// Throws InputError for raw16 data (it needs OpenOptions::raw16_as_bf16).
 void read_floats(const TensorView& tensor, std::int64_t base, std::int64_t step,
                  std::int64_t count, float* out);
@@ -101,6 +112,11 @@ void read_all_floats(const TensorView& tensor, float* out);
 /// (what a writer needs to store it again bit-exactly).
 std::vector<std::byte> read_all_bytes(const TensorView& tensor);
 
+/// Element `offset` (counted in elements from `data`) of an i8/i16/i32/i64 tensor, exactly.
+std::int64_t load_signed(const TensorView& tensor, std::int64_t offset);
+/// Element `offset` of a bool/u8/u16/u32/u64 tensor, exactly; a bool reads as 0 or 1.
+std::uint64_t load_unsigned(const TensorView& tensor, std::int64_t offset);
+
 /// A tensor to write: raw little-endian C-order bytes of `dtype`.
 struct TensorToWrite {
   std::string name;
@@ -111,11 +127,13 @@ struct TensorToWrite {
 
 /// Writes tensors to `path` in the format its extension names: .safetensors
 /// (with metadata), .npz (deflated when `compressed`), or .npy (exactly one
-/// tensor). Atomic: the file appears whole or not at all.
+/// tensor). Every dtype is written: safetensors keeps it (raw16 as BF16);
+/// npy/npz store bf16 as '<u2', fp8 as '|u1' and raw16 as '|V2' (numpy has no
+/// bfloat16 or fp8). Atomic: the file appears whole or not at all.
 void write_tensor_file(const std::string& path, std::span<const TensorToWrite> tensors,
                        const std::map<std::string, std::string>& metadata = {}, bool compressed = false);
 
-/// Encodes floats as little-endian `dtype` bytes (rounding to nearest even).
+/// Encodes floats as little-endian bytes of float type `dtype` (rounding to nearest even).
 std::vector<std::byte> encode_floats(std::span<const float> values, DType dtype);
 
 }  // namespace tqlab

@@ -11,7 +11,8 @@
 #   zero tokens gets its row with no outlier channels. A file with no tensors is listed as such.
 # - NaN/Inf values are data, not a malformed file: inspect prints the whole table (the
 #   non-finite count in its column) and then exits 2 with one line naming the tensor and count.
-# - Raw 2-byte npy values ('<u2', bfloat16 bits) need --bf16; without it, exit 2 saying so.
+# - Raw 2-byte npy values ('|V2', bfloat16 bits) need --bf16; without it, exit 2 saying so.
+#   '<u2' is an unsigned 16-bit tensor (listed as u16), or bfloat16 with --bf16.
 # - A stored .npz member's CRC is not checked (npz.h: that would read every page at open);
 #   deflated members' CRCs are.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -91,7 +92,7 @@ rejected st_overlap.safetensors "'layers.0.k'" "'layers.0.v'" "overlap"
 rejected st_offsets_out_of_range.safetensors "tensor 'layers.0.k'" "[64, 128]" "past the end"
 rejected st_offsets_reversed.safetensors "tensor 'layers.0.k'" "[64, 0]" "begin after they end"
 rejected st_shape_mismatch.safetensors "tensor 'layers.0.k'" "[4, 16]" "needs 128 bytes" "span 64"
-rejected st_unsupported_dtype.safetensors "tensor 'layers.0.k'" "unsupported dtype 'I8'"
+rejected st_unsupported_dtype.safetensors "tensor 'layers.0.k'" "unsupported dtype 'C64'" "BOOL, U8, I8"
 rejected st_negative_extent.safetensors "tensor 'layers.0.k'" "-4" "non-negative"
 rejected st_shape_overflow.safetensors "tensor 'layers.0.k'" "too large"
 rejected_in_bounded_memory st_2gb_shape.safetensors "tensor 'layers.0.k'" "[0, 2147483648]" "past the end"
@@ -106,10 +107,14 @@ rejected npy_header_malformed.npy "tensor 'npy_header_malformed'" "not a valid P
 rejected npy_fortran_maybe.npy "tensor 'npy_fortran_maybe'" "'fortran_order' is 'maybe', expected True or False"
 rejected npy_fortran_missing.npy "tensor 'npy_fortran_missing'" "'fortran_order'" "expected exactly"
 rejected npy_fortran_short.npy "tensor 'npy_fortran_short'" "(8, 8)" "needs 128 data bytes" "64 follow"
-rejected npy_unsupported_dtype.npy "tensor 'npy_unsupported_dtype'" "unsupported dtype '<i2'"
-rejected npy_raw16.npy "tensor 'npy_raw16'" "raw 2-byte values" "--bf16"
+rejected npy_unsupported_dtype.npy "tensor 'npy_unsupported_dtype'" "unsupported dtype '<c8'"
+rejected npy_raw16.npy "tensor 'npy_raw16'" "raw 2-byte values" "|V2" "--bf16"
 expect_exit 0 "inspect --bf16 reads raw 2-byte values" -- "$TQLAB" inspect npy_raw16.npy --bf16
 expect_contains out.txt "bf16" "[4, 8]"
+accepted npy_u16.npy "[4, 8]"
+grep -qE '^npy_u16 +u16 +\[4, 8\] +32 +0 ' out.txt || fail "'<u2' is not listed as a u16 tensor: $(cat out.txt)"
+expect_exit 0 "inspect --bf16 reads '<u2' as bfloat16" -- "$TQLAB" inspect npy_u16.npy --bf16
+grep -qE '^npy_u16 +bf16 +\[4, 8\] +32 +0 ' out.txt || fail "--bf16 does not read '<u2' as bf16: $(cat out.txt)"
 rejected_in_bounded_memory npy_2gb_shape.npy "tensor 'npy_2gb_shape'" "(1024, 1024, 1024)" "2147483648"
 
 # --- .npz (members are NAME.npy; messages name the archive, the member and the tensor).
