@@ -1,0 +1,42 @@
+// The AVX-512, sixteen floats per register, form of the QJL kernels (qjl_simd.h; the loops: qjl_kernels.inc).
+// Compiled in a target region (core/simd_target.h): every #include comes before it.
+#include <cstdint>
+
+#include "core/simd_intrinsics.h"
+#include "quant/qjl_simd.h"
+
+#if TQLAB_X86_KERNELS
+TQLAB_TARGET_AVX512_BEGIN
+
+namespace tqlab::simd {
+namespace {
+
+struct Floats {
+  using Type = __m512;
+  static constexpr int kWidth = 16;
+  static Type load(const float* at) { return _mm512_loadu_ps(at); }
+  static void store(float* at, Type v) { _mm512_storeu_ps(at, v); }
+  static Type add(Type a, Type b) { return _mm512_add_ps(a, b); }
+  static Type mul(Type a, Type b) { return _mm512_mul_ps(a, b); }
+  static Type fmadd(Type a, Type b, Type c) { return _mm512_fmadd_ps(a, b, c); }
+  static Type broadcast(float value) { return _mm512_set1_ps(value); }
+  static Type zero() { return _mm512_setzero_ps(); }
+};
+
+#include "quant/qjl_kernels.inc"
+
+}  // namespace
+
+void qjl_project_avx512(int dim, int m, const float* transposed, const float* residual, float* projections) {
+  project<Floats>(dim, m, transposed, residual, projections);
+}
+
+void qjl_add_signed_rows_avx512(int dim, int m, const float* matrix, const std::uint8_t* signs, float scale,
+                              float* out) {
+  add_signed_rows<Floats>(dim, m, matrix, signs, scale, out);
+}
+
+}  // namespace tqlab::simd
+
+TQLAB_TARGET_END
+#endif
