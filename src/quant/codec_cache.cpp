@@ -122,7 +122,7 @@ std::shared_ptr<const QjlSketch> cached_qjl_sketch(int dim, int projections, std
   const Key key{static_cast<int>(ObjectKind::qjl_sketch), projections, dim, seed};
   // S, its transpose and a margin per row (QjlSketch::bytes), known before it is built.
   const std::size_t bytes =
-      static_cast<std::size_t>(projections) * (2 * static_cast<std::size_t>(dim) * sizeof(float) + sizeof(double));
+      static_cast<std::size_t>(projections) * (2 * static_cast<std::size_t>(dim) + 1) * sizeof(float);
   const Object object = cache().get(key, bytes, [&]() -> Object {
     return std::shared_ptr<const QjlSketch>(std::make_shared<QjlSketch>(dim, projections, seed));
   });

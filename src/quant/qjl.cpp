@@ -41,42 +41,52 @@ double double_dot(int dim, const float* row, const float* residual) {
 }
 
 // The plain form of the float projections: S^T's columns, which GCC vectorizes across rows.
-void project_portable(int dim, int m, const float* transposed, const float* residual, float* projections) {
-  for (int i = 0; i < m; ++i) projections[i] = 0.0f;
-  for (int j = 0; j < dim; ++j) {
-    const float r = residual[j];
-    const float* column = transposed + static_cast<std::size_t>(j) * static_cast<std::size_t>(m);
-    for (int i = 0; i < m; ++i) projections[i] += column[i] * r;
+void project_portable(std::int64_t n, int dim, int m, const float* transposed, const float* residuals,
+                      float* projections) {
+  for (std::int64_t v = 0; v < n; ++v) {
+    float* sums = projections + v * m;
+    const float* residual = residuals + v * dim;
+    for (int i = 0; i < m; ++i) sums[i] = 0.0f;
+    for (int j = 0; j < dim; ++j) {
+      const float r = residual[j];
+      const float* column = transposed + static_cast<std::size_t>(j) * static_cast<std::size_t>(m);
+      for (int i = 0; i < m; ++i) sums[i] += column[i] * r;
+    }
   }
 }
 
-void project(int dim, int m, const float* transposed, const float* residual, float* projections) {
+void project(std::int64_t n, int dim, int m, const float* transposed, const float* residuals, float* projections) {
   switch (active_kernel_set()) {
 #if TQLAB_X86_KERNELS
-    case KernelSet::avx512: return simd::qjl_project_avx512(dim, m, transposed, residual, projections);
-    case KernelSet::avx2: return simd::qjl_project_avx2(dim, m, transposed, residual, projections);
+    case KernelSet::avx512: return simd::qjl_project_avx512(n, dim, m, transposed, residuals, projections);
+    case KernelSet::avx2: return simd::qjl_project_avx2(n, dim, m, transposed, residuals, projections);
 #endif
-    default: return project_portable(dim, m, transposed, residual, projections);
+    default: return project_portable(n, dim, m, transposed, residuals, projections);
   }
 }
 
 // out[j] += (signs[i] ? scale : -scale) * S_ij, rows in order: the
 // reference's arithmetic (float(-scale) is -float(scale)).
-void add_signed_rows_portable(int dim, int m, const float* matrix, const std::uint8_t* signs, float scale, float* out) {
-  for (int i = 0; i < m; ++i) {
-    const float* row = matrix + static_cast<std::size_t>(i) * static_cast<std::size_t>(dim);
-    const float signed_scale = signs[i] != 0 ? scale : -scale;
-    for (int j = 0; j < dim; ++j) out[j] += signed_scale * row[j];
+void add_signed_rows_portable(std::int64_t n, int dim, int m, const float* matrix, const std::uint8_t* signs,
+                              const float* scales, float* out, std::int64_t out_stride) {
+  for (std::int64_t v = 0; v < n; ++v) {
+    float* row_out = out + v * out_stride;
+    for (int i = 0; i < m; ++i) {
+      const float* row = matrix + static_cast<std::size_t>(i) * static_cast<std::size_t>(dim);
+      const float signed_scale = signs[v * m + i] != 0 ? scales[v] : -scales[v];
+      for (int j = 0; j < dim; ++j) row_out[j] += signed_scale * row[j];
+    }
   }
 }
 
-void add_signed_rows(int dim, int m, const float* matrix, const std::uint8_t* signs, float scale, float* out) {
+void add_signed_rows(std::int64_t n, int dim, int m, const float* matrix, const std::uint8_t* signs,
+                     const float* scales, float* out, std::int64_t out_stride) {
   switch (active_kernel_set()) {
 #if TQLAB_X86_KERNELS
-    case KernelSet::avx512: return simd::qjl_add_signed_rows_avx512(dim, m, matrix, signs, scale, out);
-    case KernelSet::avx2: return simd::qjl_add_signed_rows_avx2(dim, m, matrix, signs, scale, out);
+    case KernelSet::avx512: return simd::qjl_add_signed_rows_avx512(n, dim, m, matrix, signs, scales, out, out_stride);
+    case KernelSet::avx2: return simd::qjl_add_signed_rows_avx2(n, dim, m, matrix, signs, scales, out, out_stride);
 #endif
-    default: return add_signed_rows_portable(dim, m, matrix, signs, scale, out);
+    default: return add_signed_rows_portable(n, dim, m, matrix, signs, scales, out, out_stride);
   }
 }
 
@@ -104,12 +114,13 @@ QjlSketch::QjlSketch(int dim, int projections, std::uint64_t seed)
       transposed_[j * m + i] = entry;
       squares += static_cast<double>(entry) * entry;
     }
-    margins_[i] = 2.0 * gamma_sum * std::sqrt(squares);
+    // Rounded up to float (and 2^-20 more), so that the float margin is never below the bound.
+    margins_[i] = static_cast<float>(2.0 * gamma_sum * std::sqrt(squares) * (1.0 + 0x1p-20));
   }
 }
 
 std::size_t QjlSketch::bytes() const {
-  return (matrix_.size() + transposed_.size()) * sizeof(float) + margins_.size() * sizeof(double);
+  return (matrix_.size() + transposed_.size()) * sizeof(float) + margins_.size() * sizeof(float);
 }
 
 void QjlSketch::sketch_reference(const float* residual, std::uint8_t* signs) const {
@@ -119,35 +130,54 @@ void QjlSketch::sketch_reference(const float* residual, std::uint8_t* signs) con
   }
 }
 
-void QjlSketch::sketch(const float* residual, std::uint8_t* signs) const {
-  if (dim_ > kMaxCertifiedDim) return sketch_reference(residual, signs);
-  constexpr int kOnStack = 512;
+void QjlSketch::sketch(std::int64_t n, const float* residuals, std::uint8_t* signs) const {
+  if (n <= 0) return;
+  if (dim_ > kMaxCertifiedDim) {
+    for (std::int64_t v = 0; v < n; ++v) sketch_reference(residuals + v * dim_, signs + v * projections_);
+    return;
+  }
+  const std::size_t cells = static_cast<std::size_t>(n) * static_cast<std::size_t>(projections_);
+  constexpr std::size_t kOnStack = 512;
   float on_stack[kOnStack];
   std::vector<float> on_heap;
-  float* projections = on_stack;
-  if (projections_ > kOnStack) {
-    on_heap.resize(static_cast<std::size_t>(projections_));
-    projections = on_heap.data();
+  float* all_projections = on_stack;
+  if (cells > kOnStack) {
+    on_heap.resize(cells);
+    all_projections = on_heap.data();
   }
-  project(dim_, projections_, transposed_.data(), residual, projections);
-  // ||r|| in double: squares of floats neither overflow nor underflow there.
-  // Four sums for speed; the margin does not depend on their order.
-  double squares[4] = {0.0, 0.0, 0.0, 0.0};
-  int j = 0;
-  for (; j + 4 <= dim_; j += 4) {
-    for (int k = 0; k < 4; ++k) squares[k] += static_cast<double>(residual[j + k]) * residual[j + k];
-  }
-  for (; j < dim_; ++j) squares[0] += static_cast<double>(residual[j]) * residual[j];
-  const double residual_norm = std::sqrt((squares[0] + squares[1]) + (squares[2] + squares[3]));
-  const double underflow_margin = 2.0 * dim_ * kSmallestSubnormalFloat;
-  for (int i = 0; i < projections_; ++i) {
-    const double projection = projections[i];
-    const double margin = margins_[static_cast<std::size_t>(i)] * residual_norm + underflow_margin;
-    if (std::fabs(projection) > margin) {
-      signs[i] = projection > 0.0 ? 1 : 0;
-    } else {
-      const float* row = matrix_.data() + static_cast<std::size_t>(i) * dim_;
-      signs[i] = double_dot(dim_, row, residual) >= 0.0 ? 1 : 0;
+  project(n, dim_, projections_, transposed_.data(), residuals, all_projections);
+  for (std::int64_t v = 0; v < n; ++v) {
+    const float* residual = residuals + v * dim_;
+    const float* projections = all_projections + v * projections_;
+    std::uint8_t* row_signs = signs + v * projections_;
+    // ||r|| in double: squares of floats neither overflow nor underflow there.
+    // Four sums for speed; the margin does not depend on their order.
+    double squares[4] = {0.0, 0.0, 0.0, 0.0};
+    int j = 0;
+    for (; j + 4 <= dim_; j += 4) {
+      for (int k = 0; k < 4; ++k) squares[k] += static_cast<double>(residual[j + k]) * residual[j + k];
+    }
+    for (; j < dim_; ++j) squares[0] += static_cast<double>(residual[j]) * residual[j];
+    // The test in float (vectorizes): the margin's own roundings (relative
+    // 2^-24 each) are covered by its factor 2; a product that underflows loses
+    // at most 2^-149, covered by the underflow term; one that overflows (or a
+    // NaN) makes every comparison false.
+    const auto residual_norm = static_cast<float>(std::sqrt((squares[0] + squares[1]) + (squares[2] + squares[3])));
+    const auto underflow_margin = static_cast<float>(2.0 * dim_ * kSmallestSubnormalFloat);
+    // Locals, and no stores in the test's loop: the byte stores to signs could
+    // alias anything, and would keep GCC from vectorizing it.
+    const float* margins = margins_.data();
+    const int m = projections_;
+    int uncertain = 0;
+    for (int i = 0; i < m; ++i) uncertain += std::fabs(projections[i]) > margins[i] * residual_norm + underflow_margin ? 0 : 1;
+    for (int i = 0; i < m; ++i) row_signs[i] = projections[i] > 0.0f ? 1 : 0;
+    if (uncertain == 0) continue;
+    for (int i = 0; i < projections_; ++i) {
+      const float projection = projections[i];
+      if (!(std::fabs(projection) > margins_[static_cast<std::size_t>(i)] * residual_norm + underflow_margin)) {
+        const float* row = matrix_.data() + static_cast<std::size_t>(i) * dim_;
+        row_signs[i] = double_dot(dim_, row, residual) >= 0.0 ? 1 : 0;
+      }
     }
   }
 }
@@ -161,8 +191,19 @@ void QjlSketch::add_estimate_reference(const std::uint8_t* signs, float residual
   }
 }
 
-void QjlSketch::add_estimate(const std::uint8_t* signs, float residual_norm, float* out) const {
-  add_signed_rows(dim_, projections_, matrix_.data(), signs, estimate_scale(projections_, residual_norm), out);
+void QjlSketch::add_estimate(std::int64_t n, const std::uint8_t* signs, const float* residual_norms, float* out,
+                             std::int64_t out_stride) const {
+  if (n <= 0) return;
+  constexpr std::int64_t kOnStack = 256;
+  float on_stack[kOnStack];
+  std::vector<float> on_heap;
+  float* scales = on_stack;
+  if (n > kOnStack) {
+    on_heap.resize(static_cast<std::size_t>(n));
+    scales = on_heap.data();
+  }
+  for (std::int64_t v = 0; v < n; ++v) scales[v] = estimate_scale(projections_, residual_norms[v]);
+  add_signed_rows(n, dim_, projections_, matrix_.data(), signs, scales, out, out_stride);
 }
 
 }  // namespace tqlab

@@ -15,6 +15,7 @@
 //                 channel adding the same products in the same row order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -30,12 +31,23 @@ class QjlSketch {
 
   /// signs[i] = 1 when (S r)_i >= 0, else 0, (S r)_i summed in double in index
   /// order (sketch_reference), bit for bit. residual: dim floats; signs: projections bytes.
-  void sketch(const float* residual, std::uint8_t* signs) const;
+  void sketch(const float* residual, std::uint8_t* signs) const { sketch(1, residual, signs); }
+
+  /// sketch for n residuals at once (faster: the matrix is read once for
+  /// several). residuals: n x dim floats; signs: n x projections bytes.
+  void sketch(std::int64_t n, const float* residuals, std::uint8_t* signs) const;
 
   /// out += sqrt(pi/2) / m * residual_norm * S^T (2 signs - 1), rows added in
   /// order, one float product and one float sum per term (add_estimate_reference,
   /// bit for bit). out: dim floats.
-  void add_estimate(const std::uint8_t* signs, float residual_norm, float* out) const;
+  void add_estimate(const std::uint8_t* signs, float residual_norm, float* out) const {
+    add_estimate(1, signs, &residual_norm, out, dim_);
+  }
+
+  /// add_estimate for n rows at once. signs: n x projections bytes;
+  /// residual_norms: n; out: n rows of dim floats, row v at out + v * out_stride.
+  void add_estimate(std::int64_t n, const std::uint8_t* signs, const float* residual_norms, float* out,
+                    std::int64_t out_stride) const;
 
   /// The definitions, for tests: one double dot product per row; one row at a time.
   void sketch_reference(const float* residual, std::uint8_t* signs) const;
@@ -52,7 +64,7 @@ class QjlSketch {
   int projections_;
   std::vector<float> matrix_;      // projections x dim
   std::vector<float> transposed_;  // dim x projections: S^T, so that a SIMD lane holds one row's sum
-  std::vector<double> margins_;    // per row i: 2 (gamma_float + gamma_double) ||S_i||, see sketch()
+  std::vector<float> margins_;     // per row i: 2 (gamma_float + gamma_double) ||S_i||, see sketch()
 };
 
 }  // namespace tqlab

@@ -13,6 +13,9 @@ namespace {
 
 struct Floats {
   using Type = __m512;
+  // 4 registers x 4 vectors: 16 accumulators, 4 loaded, broadcasts (32 registers).
+  static constexpr int kTile = 4;
+  static constexpr int kVectors = 4;
   static constexpr int kWidth = 16;
   static Type load(const float* at) { return _mm512_loadu_ps(at); }
   static void store(float* at, Type v) { _mm512_storeu_ps(at, v); }
@@ -27,13 +30,13 @@ struct Floats {
 
 }  // namespace
 
-void qjl_project_avx512(int dim, int m, const float* transposed, const float* residual, float* projections) {
-  project<Floats>(dim, m, transposed, residual, projections);
+void qjl_project_avx512(long n, int dim, int m, const float* transposed, const float* residuals, float* projections) {
+  project<Floats>(n, dim, m, transposed, residuals, projections);
 }
 
-void qjl_add_signed_rows_avx512(int dim, int m, const float* matrix, const std::uint8_t* signs, float scale,
-                              float* out) {
-  add_signed_rows<Floats>(dim, m, matrix, signs, scale, out);
+void qjl_add_signed_rows_avx512(long n, int dim, int m, const float* matrix, const std::uint8_t* signs,
+                              const float* scales, float* out, long out_stride) {
+  add_signed_rows<Floats>(n, dim, m, matrix, signs, scales, out, out_stride);
 }
 
 }  // namespace tqlab::simd

@@ -170,8 +170,8 @@ class GroupCodec {
     if (group.blocks > 1) chunk_.resize(static_cast<std::size_t>(kChunkTokens) * static_cast<std::size_t>(group.size()));
     row_scales_.resize(static_cast<std::size_t>(kChunkTokens));
     codes_.resize(block);
-    signs_.resize(static_cast<std::size_t>(std::max(group.projections, 1)));
-    residual_.resize(block);
+    signs_.resize(static_cast<std::size_t>(kChunkTokens) * static_cast<std::size_t>(std::max(group.projections, 1)));
+    if (group.projections > 0) residual_.resize(static_cast<std::size_t>(kChunkTokens) * block);
   }
 
   // Quantizes rows [first, first + n) (n <= kChunkTokens) of input.source:
@@ -184,9 +184,7 @@ class GroupCodec {
     for (int block = 0; block < group_.blocks; ++block) {
       encode_block_rows(first, n, block, input, sections, bytes, context);
       if (group_.projections > 0) {
-        for (std::int64_t row = 0; row < n; ++row) {
-          encode_residual(first + row, block, rows_.data() + row * B, sections, bytes);
-        }
+        encode_residuals(first, n, block, sections, bytes);
       } else if (group_.blocks > 1) {
         for (std::int64_t row = 0; row < n; ++row) {
           std::copy_n(rows_.data() + row * B, B, chunk_.data() + row * width + block * B);
@@ -291,14 +289,16 @@ class GroupCodec {
     const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
     float* rows = rows_.data();
     if (group_.projections > 0) {
+      const auto m = static_cast<std::size_t>(group_.projections);
+      float* residual_norms = row_scales_.data();
       for (std::int64_t row = 0; row < n; ++row) {
         const std::uint64_t at = slot(first + row, block);
-        unpack_codes(static_cast<std::size_t>(group_.projections), bytes + sections.signs,
-                     at * static_cast<std::uint64_t>(group_.projections), 1, signs_.data());
-        const float residual_norm = load_norm(bytes + sections.residual_norms + norm_bytes * at, options_.norm);
-        require_stored_norm(residual_norm, "residual norm", first + row, block);
-        sketches_[static_cast<std::size_t>(block)]->add_estimate(signs_.data(), residual_norm, rows + row * B);
+        unpack_codes(m, bytes + sections.signs, at * m, 1, signs_.data() + static_cast<std::size_t>(row) * m);
+        residual_norms[row] = load_norm(bytes + sections.residual_norms + norm_bytes * at, options_.norm);
+        require_stored_norm(residual_norms[row], "residual norm", first + row, block);
       }
+      // All rows at once: the sketch reads its matrix once for several.
+      sketches_[static_cast<std::size_t>(block)]->add_estimate(n, signs_.data(), residual_norms, rows, B);
     }
     if (options_.norm_correction || options_.debias) {
       float* scales = row_scales_.data();
@@ -413,25 +413,38 @@ class GroupCodec {
     }
   }
 
-  // Codes, QJL signs and residual norm of one rotated direction y (B floats).
-  void encode_residual(std::int64_t token, int block, const float* y, const GroupSections& sections,
-                       std::uint8_t* bytes) {
+  // Codes, QJL signs and residual norms of block `block` of rows [first,
+  // first + n), whose rotated directions are in rows_ (n x B).
+  void encode_residuals(std::int64_t first, std::int64_t n, int block, const GroupSections& sections,
+                        std::uint8_t* bytes) {
     const int B = group_.block;
+    const auto m = static_cast<std::size_t>(group_.projections);
     const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
-    const std::uint64_t at = slot(token, block);
-    if (group_.mse_bits > 0) {
-      quantize_to_codes(B, y, *codebook_, codes_.data());
-      pack_codes(static_cast<std::size_t>(B), codes_.data(), group_.mse_bits, bytes + sections.codes,
-                 code_bit(token, block));
+    float* residuals = residual_.data();
+    for (std::int64_t row = 0; row < n; ++row) {
+      const float* y = rows_.data() + row * B;
+      float* residual = residuals + row * B;
+      if (group_.mse_bits > 0) {
+        quantize_to_codes(B, y, *codebook_, codes_.data());
+        pack_codes(static_cast<std::size_t>(B), codes_.data(), group_.mse_bits, bytes + sections.codes,
+                   code_bit(first + row, block));
+        for (int i = 0; i < B; ++i) residual[i] = y[i] - codebook_->centroids_f[codes_[static_cast<std::size_t>(i)]];
+      } else {
+        for (int i = 0; i < B; ++i) residual[i] = y[i] - 0.0f;
+      }
     }
-    for (int i = 0; i < B; ++i) {
-      const float centroid = group_.mse_bits > 0 ? codebook_->centroids_f[codes_[static_cast<std::size_t>(i)]] : 0.0f;
-      residual_[static_cast<std::size_t>(i)] = y[i] - centroid;
+    float* residual_norms = row_scales_.data();
+    row_norms(n, B, B, residuals, residual_norms);  // vector_norm's bits, in SIMD
+    for (std::int64_t row = 0; row < n; ++row) {
+      store_norm(residual_norms[row], options_.norm,
+                 bytes + sections.residual_norms + norm_bytes * slot(first + row, block));
     }
-    store_norm(vector_norm(B, residual_.data()), options_.norm, bytes + sections.residual_norms + norm_bytes * at);
-    sketches_[static_cast<std::size_t>(block)]->sketch(residual_.data(), signs_.data());
-    pack_codes(static_cast<std::size_t>(group_.projections), signs_.data(), 1, bytes + sections.signs,
-               at * static_cast<std::uint64_t>(group_.projections));
+    // All rows at once: the sketch reads its matrix once for several.
+    sketches_[static_cast<std::size_t>(block)]->sketch(n, residuals, signs_.data());
+    for (std::int64_t row = 0; row < n; ++row) {
+      pack_codes(m, signs_.data() + static_cast<std::size_t>(row) * m, 1, bytes + sections.signs,
+                 slot(first + row, block) * static_cast<std::uint64_t>(m));
+    }
   }
 
   const TqOptions& options_;
@@ -444,8 +457,8 @@ class GroupCodec {
   std::vector<float> rows_;        // kChunkTokens x B: one block's directions being rotated
   std::vector<float> chunk_;       // kChunkTokens x G (blocks > 1): every block's rotated directions, by row
   std::vector<float> row_scales_;  // kChunkTokens: norms, or decode's per-row scales
-  std::vector<std::uint8_t> codes_, signs_;
-  std::vector<float> residual_;
+  std::vector<std::uint8_t> codes_, signs_;  // B codes; kChunkTokens x m QJL signs
+  std::vector<float> residual_;    // kChunkTokens x B (QJL): y minus its centroids
 };
 
 // debias divides by alpha = E<Q(u), u>, which is exact for a Haar-rotated u
