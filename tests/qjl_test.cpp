@@ -112,5 +112,44 @@ TEST(QjlSketchTest, AddEstimateIsTheReferenceBitForBitOnEveryForm) {
   }
 }
 
+// Batches: every vector of a batch (4-vector groups on AVX-512, pairs on AVX2,
+// then single tails) gets the bits it gets alone.
+TEST(QjlSketchTest, BatchesGiveEachVectorItsOwnBits) {
+  for (const Shape& shape : {Shape{128, 128}, Shape{33, 70}}) {
+    const QjlSketch sketch(shape.dim, shape.projections, 31);
+    const auto dim = static_cast<std::size_t>(shape.dim);
+    const auto m = static_cast<std::size_t>(shape.projections);
+    Rng rng(32);
+    for (int n : {1, 2, 3, 4, 5, 7, 9}) {
+      std::vector<float> residuals;
+      for (int v = 0; v < n; ++v) {
+        const std::vector<float> r = v % 3 == 2 ? on_zero_crossing(sketch, v, rng) : gaussian_vector(rng, shape.dim, 1.0);
+        residuals.insert(residuals.end(), r.begin(), r.end());
+      }
+      std::vector<std::uint8_t> expected(n * m);
+      for (int v = 0; v < n; ++v) sketch.sketch_reference(residuals.data() + v * dim, expected.data() + v * m);
+      constexpr std::size_t kPad = 3;  // out rows dim + 3 apart
+      std::vector<float> start((dim + kPad) * n);
+      for (float& value : start) value = static_cast<float>(rng.gaussian());
+      std::vector<float> norms(static_cast<std::size_t>(n));
+      for (float& norm : norms) norm = static_cast<float>(rng.uniform());
+      std::vector<float> expected_out = start;
+      for (int v = 0; v < n; ++v) {
+        sketch.add_estimate_reference(expected.data() + v * m, norms[v], expected_out.data() + v * (dim + kPad));
+      }
+      for (KernelSet set : supported_kernel_sets()) {
+        ScopedKernelSet use(set);
+        std::vector<std::uint8_t> signs(n * m, 7);
+        sketch.sketch(n, residuals.data(), signs.data());
+        ASSERT_EQ(signs, expected) << form_and_shape(set, shape) << ", " << n << " vectors";
+        std::vector<float> out = start;
+        sketch.add_estimate(n, expected.data(), norms.data(), out.data(), static_cast<std::int64_t>(dim + kPad));
+        ASSERT_EQ(0, std::memcmp(out.data(), expected_out.data(), sizeof(float) * out.size()))
+            << form_and_shape(set, shape) << ", " << n << " vectors";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tqlab
