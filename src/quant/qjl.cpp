@@ -1,5 +1,6 @@
 #include "quant/qjl.h"
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <numbers>
@@ -65,28 +66,27 @@ void project(std::int64_t n, int dim, int m, const float* transposed, const floa
   }
 }
 
-// out[j] += (signs[i] ? scale : -scale) * S_ij, rows in order: the
-// reference's arithmetic (float(-scale) is -float(scale)).
-void add_signed_rows_portable(std::int64_t n, int dim, int m, const float* matrix, const std::uint8_t* signs,
-                              const float* scales, float* out, std::int64_t out_stride) {
+// out[j] += signed_scales[i] * S_ij, rows in order: the reference's arithmetic.
+void add_signed_rows_portable(std::int64_t n, int dim, int m, const float* matrix, const float* signed_scales,
+                              float* out, std::int64_t out_stride) {
   for (std::int64_t v = 0; v < n; ++v) {
     float* row_out = out + v * out_stride;
     for (int i = 0; i < m; ++i) {
       const float* row = matrix + static_cast<std::size_t>(i) * static_cast<std::size_t>(dim);
-      const float signed_scale = signs[v * m + i] != 0 ? scales[v] : -scales[v];
+      const float signed_scale = signed_scales[v * m + i];
       for (int j = 0; j < dim; ++j) row_out[j] += signed_scale * row[j];
     }
   }
 }
 
-void add_signed_rows(std::int64_t n, int dim, int m, const float* matrix, const std::uint8_t* signs,
-                     const float* scales, float* out, std::int64_t out_stride) {
+void add_signed_rows(std::int64_t n, int dim, int m, const float* matrix, const float* signed_scales, float* out,
+                     std::int64_t out_stride) {
   switch (active_kernel_set()) {
 #if TQLAB_X86_KERNELS
-    case KernelSet::avx512: return simd::qjl_add_signed_rows_avx512(n, dim, m, matrix, signs, scales, out, out_stride);
-    case KernelSet::avx2: return simd::qjl_add_signed_rows_avx2(n, dim, m, matrix, signs, scales, out, out_stride);
+    case KernelSet::avx512: return simd::qjl_add_signed_rows_avx512(n, dim, m, matrix, signed_scales, out, out_stride);
+    case KernelSet::avx2: return simd::qjl_add_signed_rows_avx2(n, dim, m, matrix, signed_scales, out, out_stride);
 #endif
-    default: return add_signed_rows_portable(n, dim, m, matrix, signs, scales, out, out_stride);
+    default: return add_signed_rows_portable(n, dim, m, matrix, signed_scales, out, out_stride);
   }
 }
 
@@ -194,16 +194,21 @@ void QjlSketch::add_estimate_reference(const std::uint8_t* signs, float residual
 void QjlSketch::add_estimate(std::int64_t n, const std::uint8_t* signs, const float* residual_norms, float* out,
                              std::int64_t out_stride) const {
   if (n <= 0) return;
-  constexpr std::int64_t kOnStack = 256;
-  float on_stack[kOnStack];
-  std::vector<float> on_heap;
-  float* scales = on_stack;
-  if (n > kOnStack) {
-    on_heap.resize(static_cast<std::size_t>(n));
-    scales = on_heap.data();
+  // +-scale per (row, sign), so that the kernels' inner loop only loads and
+  // broadcasts. -scale is scale with its sign bit flipped (float(-x) =
+  // -float(x), as the reference rounds it), set without a branch: random
+  // signs mispredict half the time.
+  const std::size_t cells = static_cast<std::size_t>(n) * static_cast<std::size_t>(projections_);
+  std::vector<float> signed_scales(cells);
+  for (std::int64_t v = 0; v < n; ++v) {
+    const auto scale_bits = std::bit_cast<std::uint32_t>(estimate_scale(projections_, residual_norms[v]));
+    const std::uint8_t* row_signs = signs + v * projections_;
+    float* row_scales = signed_scales.data() + v * projections_;
+    for (int i = 0; i < projections_; ++i) {
+      row_scales[i] = std::bit_cast<float>(scale_bits ^ (static_cast<std::uint32_t>(row_signs[i] == 0) << 31));
+    }
   }
-  for (std::int64_t v = 0; v < n; ++v) scales[v] = estimate_scale(projections_, residual_norms[v]);
-  add_signed_rows(n, dim_, projections_, matrix_.data(), signs, scales, out, out_stride);
+  add_signed_rows(n, dim_, projections_, matrix_.data(), signed_scales.data(), out, out_stride);
 }
 
 }  // namespace tqlab

@@ -34,9 +34,9 @@ void qjl_project_avx2(long n, int dim, int m, const float* transposed, const flo
   project<Floats>(n, dim, m, transposed, residuals, projections);
 }
 
-void qjl_add_signed_rows_avx2(long n, int dim, int m, const float* matrix, const std::uint8_t* signs,
-                              const float* scales, float* out, long out_stride) {
-  add_signed_rows<Floats>(n, dim, m, matrix, signs, scales, out, out_stride);
+void qjl_add_signed_rows_avx2(long n, int dim, int m, const float* matrix, const float* signed_scales, float* out,
+                              long out_stride) {
+  add_signed_rows<Floats>(n, dim, m, matrix, signed_scales, out, out_stride);
 }
 
 }  // namespace tqlab::simd

@@ -20,14 +20,14 @@ namespace tqlab::simd {
 void qjl_project_avx2(long n, int dim, int m, const float* transposed, const float* residuals, float* projections);
 void qjl_project_avx512(long n, int dim, int m, const float* transposed, const float* residuals, float* projections);
 
-/// out[v * out_stride + j] += (signs[v * m + i] ? scales[v] : -scales[v]) *
-/// matrix[i * dim + j] for i = 0 .. m-1 in order, one rounded product and one
-/// rounded sum each: bit for bit the plain loop. matrix: m x dim; signs: n x m
-/// bytes (0 or 1); scales: n; out: n rows of dim floats, out_stride apart.
-void qjl_add_signed_rows_avx2(long n, int dim, int m, const float* matrix, const std::uint8_t* signs,
-                              const float* scales, float* out, long out_stride);
-void qjl_add_signed_rows_avx512(long n, int dim, int m, const float* matrix, const std::uint8_t* signs,
-                                const float* scales, float* out, long out_stride);
+/// out[v * out_stride + j] += signed_scales[v * m + i] * matrix[i * dim + j]
+/// for i = 0 .. m-1 in order, one rounded product and one rounded sum each:
+/// bit for bit the plain loop. matrix: m x dim; signed_scales: n x m (the
+/// caller's +-scale per sign); out: n rows of dim floats, out_stride apart.
+void qjl_add_signed_rows_avx2(long n, int dim, int m, const float* matrix, const float* signed_scales, float* out,
+                              long out_stride);
+void qjl_add_signed_rows_avx512(long n, int dim, int m, const float* matrix, const float* signed_scales, float* out,
+                                long out_stride);
 #endif
 
 }  // namespace tqlab::simd
