@@ -11,7 +11,8 @@
 # The probe and the peer are developer tools kept outside the repository: --peers DIR (or
 # TQLAB_PEERS) names their folder; without one they are skipped with a message.
 # Rates are CPU-time rates unless marked wall; ratios compare figures from this run only.
-# Usage: tools/bench.sh [--build DIR] [--peers DIR] [--no-sweep] [--quick]
+# Usage: tools/bench.sh [--build DIR] [--peers DIR] [--no-sweep] [--no-rss] [--quick]
+#   --no-rss      the sweep without its 8- and 32-layer peak-RSS runs (the longest part)
 #   --build DIR   a build with benchmarks (default: build; configured and built if missing)
 #   --quick       shorter benchmark runs, no sweep (a smoke test of the script)
 set -euo pipefail
@@ -21,14 +22,16 @@ build=build
 peers=${TQLAB_PEERS:-}
 [ -z "$peers" ] && [ -d ../shared/peers ] && peers=$(cd ../shared/peers && pwd)
 sweep=1
+sweep_args=()
 min_time=0.5
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --peers) peers=$2; shift 2 ;;
     --no-sweep) sweep=0; shift ;;
+    --no-rss) sweep_args+=(--no-rss); shift ;;
     --quick) sweep=0; min_time=0.1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -107,7 +110,7 @@ rm -f "$work/copy_in.bin" "$work/copy_out.bin"
 # ---- the sweep
 if [ "$sweep" = 1 ]; then
   note "sweep (several minutes) ..."
-  bash tools/bench_sweep.sh --tqlab "$build/tqlab" | tr ' ' '\n' >> "$figures"
+  bash tools/bench_sweep.sh --tqlab "$build/tqlab" ${sweep_args[@]+"${sweep_args[@]}"} | tr ' ' '\n' >> "$figures"
 fi
 
 # ---- roundtrip streaming (written separately)
