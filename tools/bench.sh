@@ -169,8 +169,9 @@ if "sweep_shape" in f:
         fig(f"  peak RSS", f"sweep_threads{t}_peak_rss_mib", "MiB")
     ratio("  speed-up 2 threads / 1", "sweep_threads1_wall_s", "sweep_threads2_wall_s", "target >= 1.7")
     row("  results identical across thread counts", f.get("sweep_threads_identical", "-"))
-    fig("peak RSS, one run over 8 layers", "sweep_rss_layers8_peak_rss_mib", "MiB")
-    fig("peak RSS, one run over 32 layers", "sweep_rss_layers32_peak_rss_mib", "MiB")
+    if "sweep_rss_layers8_peak_rss_mib" in f:
+        fig("peak RSS, one run over 8 layers", "sweep_rss_layers8_peak_rss_mib", "MiB")
+        fig("peak RSS, one run over 32 layers", "sweep_rss_layers32_peak_rss_mib", "MiB")
 rt = sorted(k for k in f if k.startswith("roundtrip"))
 if rt:
     print("roundtrip (tools/bench_roundtrip.sh)")
