@@ -5,6 +5,7 @@
 // residuals that underflow or overflow in float, and NaN; add_estimate must
 // give add_estimate_reference's floats bit for bit, on the sizes where the
 // SIMD forms switch from tiles to single registers to scalar tails.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "core/kernel_set.h"
 #include "core/rng.h"
 #include "quant/qjl.h"
+#include "quant/tq_kernels.h"
 
 namespace tqlab {
 namespace {
@@ -142,6 +144,12 @@ TEST(QjlSketchTest, BatchesGiveEachVectorItsOwnBits) {
         std::vector<std::uint8_t> signs(n * m, 7);
         sketch.sketch(n, residuals.data(), signs.data());
         ASSERT_EQ(signs, expected) << form_and_shape(set, shape) << ", " << n << " vectors";
+        // ... and with the norms given, as the quantizer gives them.
+        std::vector<float> residual_norms(static_cast<std::size_t>(n));
+        row_norms(n, shape.dim, shape.dim, residuals.data(), residual_norms.data());
+        std::fill(signs.begin(), signs.end(), 7);
+        sketch.sketch(n, residuals.data(), residual_norms.data(), signs.data());
+        ASSERT_EQ(signs, expected) << form_and_shape(set, shape) << ", " << n << " vectors, norms given";
         std::vector<float> out = start;
         sketch.add_estimate(n, expected.data(), norms.data(), out.data(), static_cast<std::int64_t>(dim + kPad));
         ASSERT_EQ(0, std::memcmp(out.data(), expected_out.data(), sizeof(float) * out.size()))

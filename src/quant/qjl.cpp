@@ -130,7 +130,7 @@ void QjlSketch::sketch_reference(const float* residual, std::uint8_t* signs) con
   }
 }
 
-void QjlSketch::sketch(std::int64_t n, const float* residuals, std::uint8_t* signs) const {
+void QjlSketch::sketch(std::int64_t n, const float* residuals, const float* residual_norms, std::uint8_t* signs) const {
   if (n <= 0) return;
   if (dim_ > kMaxCertifiedDim) {
     for (std::int64_t v = 0; v < n; ++v) sketch_reference(residuals + v * dim_, signs + v * projections_);
@@ -151,18 +151,23 @@ void QjlSketch::sketch(std::int64_t n, const float* residuals, std::uint8_t* sig
     const float* projections = all_projections + v * projections_;
     std::uint8_t* row_signs = signs + v * projections_;
     // ||r|| in double: squares of floats neither overflow nor underflow there.
-    // Four sums for speed; the margin does not depend on their order.
-    double squares[4] = {0.0, 0.0, 0.0, 0.0};
-    int j = 0;
-    for (; j + 4 <= dim_; j += 4) {
-      for (int k = 0; k < 4; ++k) squares[k] += static_cast<double>(residual[j + k]) * residual[j + k];
+    // Four sums for speed; the margin does not depend on their order. The
+    // margin's own roundings (relative 2^-24 each, the given norm's among
+    // them) are covered by its factor 2; a product that underflows loses at
+    // most 2^-149, covered by the underflow term; one that overflows (or a
+    // NaN) makes every comparison false. The test runs in float (vectorizes).
+    float residual_norm = 0.0f;
+    if (residual_norms != nullptr) {
+      residual_norm = residual_norms[v];
+    } else {
+      double squares[4] = {0.0, 0.0, 0.0, 0.0};
+      int j = 0;
+      for (; j + 4 <= dim_; j += 4) {
+        for (int k = 0; k < 4; ++k) squares[k] += static_cast<double>(residual[j + k]) * residual[j + k];
+      }
+      for (; j < dim_; ++j) squares[0] += static_cast<double>(residual[j]) * residual[j];
+      residual_norm = static_cast<float>(std::sqrt((squares[0] + squares[1]) + (squares[2] + squares[3])));
     }
-    for (; j < dim_; ++j) squares[0] += static_cast<double>(residual[j]) * residual[j];
-    // The test in float (vectorizes): the margin's own roundings (relative
-    // 2^-24 each) are covered by its factor 2; a product that underflows loses
-    // at most 2^-149, covered by the underflow term; one that overflows (or a
-    // NaN) makes every comparison false.
-    const auto residual_norm = static_cast<float>(std::sqrt((squares[0] + squares[1]) + (squares[2] + squares[3])));
     const auto underflow_margin = static_cast<float>(2.0 * dim_ * kSmallestSubnormalFloat);
     // Locals, and no stores in the test's loop: the byte stores to signs could
     // alias anything, and would keep GCC from vectorizing it.

@@ -35,7 +35,15 @@ class QjlSketch {
 
   /// sketch for n residuals at once (faster: the matrix is read once for
   /// several). residuals: n x dim floats; signs: n x projections bytes.
-  void sketch(std::int64_t n, const float* residuals, std::uint8_t* signs) const;
+  void sketch(std::int64_t n, const float* residuals, std::uint8_t* signs) const {
+    sketch(n, residuals, nullptr, signs);
+  }
+
+  /// The same, given each residual's norm as vector_norm (or row_norms)
+  /// computes it, which spares computing it again (the norm only sizes the
+  /// margin that decides when a float sign is trusted; a norm off by more than
+  /// a rounding error could change signs). residual_norms: n floats, or null.
+  void sketch(std::int64_t n, const float* residuals, const float* residual_norms, std::uint8_t* signs) const;
 
   /// out += sqrt(pi/2) / m * residual_norm * S^T (2 signs - 1), rows added in
   /// order, one float product and one float sum per term (add_estimate_reference,

@@ -421,16 +421,27 @@ class GroupCodec {
     const auto m = static_cast<std::size_t>(group_.projections);
     const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
     float* residuals = residual_.data();
-    for (std::int64_t row = 0; row < n; ++row) {
-      const float* y = rows_.data() + row * B;
-      float* residual = residuals + row * B;
-      if (group_.mse_bits > 0) {
-        quantize_to_codes(B, y, *codebook_, codes_.data());
-        pack_codes(static_cast<std::size_t>(B), codes_.data(), group_.mse_bits, bytes + sections.codes,
-                   code_bit(first + row, block));
-        for (int i = 0; i < B; ++i) residual[i] = y[i] - codebook_->centroids_f[codes_[static_cast<std::size_t>(i)]];
-      } else {
-        for (int i = 0; i < B; ++i) residual[i] = y[i] - 0.0f;
+    if (group_.mse_bits > 0 && group_.blocks == 1) {
+      // One block per token: the rows' codes are one contiguous run of the
+      // stream. The kernels give the codes quantize_to_codes gives and the
+      // centroids they stand for, so the residuals below are the per-row
+      // loop's, bit for bit.
+      const auto count = static_cast<std::size_t>(n * B);
+      quantize_and_pack(count, rows_.data(), *codebook_, bytes + sections.codes, code_bit(first, 0));
+      unpack_and_dequantize(count, bytes + sections.codes, code_bit(first, 0), *codebook_, residuals);
+      for (std::size_t i = 0; i < count; ++i) residuals[i] = rows_[i] - residuals[i];
+    } else {
+      for (std::int64_t row = 0; row < n; ++row) {
+        const float* y = rows_.data() + row * B;
+        float* residual = residuals + row * B;
+        if (group_.mse_bits > 0) {
+          quantize_to_codes(B, y, *codebook_, codes_.data());
+          pack_codes(static_cast<std::size_t>(B), codes_.data(), group_.mse_bits, bytes + sections.codes,
+                     code_bit(first + row, block));
+          for (int i = 0; i < B; ++i) residual[i] = y[i] - codebook_->centroids_f[codes_[static_cast<std::size_t>(i)]];
+        } else {
+          for (int i = 0; i < B; ++i) residual[i] = y[i] - 0.0f;
+        }
       }
     }
     float* residual_norms = row_scales_.data();
@@ -440,7 +451,7 @@ class GroupCodec {
                  bytes + sections.residual_norms + norm_bytes * slot(first + row, block));
     }
     // All rows at once: the sketch reads its matrix once for several.
-    sketches_[static_cast<std::size_t>(block)]->sketch(n, residuals, signs_.data());
+    sketches_[static_cast<std::size_t>(block)]->sketch(n, residuals, residual_norms, signs_.data());
     for (std::int64_t row = 0; row < n; ++row) {
       pack_codes(m, signs_.data() + static_cast<std::size_t>(row) * m, 1, bytes + sections.signs,
                  slot(first + row, block) * static_cast<std::uint64_t>(m));
