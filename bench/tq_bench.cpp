@@ -153,6 +153,10 @@ BENCHMARK_CAPTURE(BM_QuantRoundTrip, tq_b8, std::string("tq:b=8"));
 BENCHMARK_CAPTURE(BM_QuantRoundTrip, tq_b4_block32, std::string("tq:b=4,block=32"));
 BENCHMARK_CAPTURE(BM_QuantRoundTrip, tq_b4_haar, std::string("tq:b=4,rot=haar"));
 BENCHMARK_CAPTURE(BM_QuantRoundTrip, tq_b4_qjl_prod, std::string("tq:b=4,qjl=prod"));
+// Issue 10's QJL target: >= 1 M vectors/s round trip on one thread.
+BENCHMARK_CAPTURE(BM_QuantRoundTrip, tq_b3_qjl_prod, std::string("tq:b=3,qjl=prod"));
+BENCHMARK_CAPTURE(BM_QuantEncode, tq_b3_qjl_prod, std::string("tq:b=3,qjl=prod"));
+BENCHMARK_CAPTURE(BM_QuantDecode, tq_b3_qjl_prod, std::string("tq:b=3,qjl=prod"));
 BENCHMARK_CAPTURE(BM_QuantRoundTrip, baseline_q4_0, std::string("q4_0"));
 BENCHMARK_CAPTURE(BM_QuantRoundTrip, baseline_kivi_b4, std::string("kivi:b=4"));
 BENCHMARK_CAPTURE(BM_QuantRoundTrip, baseline_fp8_e4m3, std::string("fp8_e4m3"));

@@ -279,9 +279,21 @@ TEST(KernelDispatchTest, RotationsAgree) {
             auto in_place = x;
             rotation->forward(n, in_place.data(), in_place.data());
             rotation->inverse(n, in_place.data(), in_place.data());
+            // The fused forms with row scales, the input read with a stride
+            // and the output written with one.
+            std::vector<float> scales(static_cast<std::size_t>(n));
+            for (std::size_t r = 0; r < scales.size(); ++r) scales[r] = 0.75f - 0.5f * static_cast<float>(r);
+            const std::int64_t stride = c.dim + 3;
+            std::vector<float> strided(static_cast<std::size_t>(n * stride), 5.0f);
+            std::vector<float> scaled_forward(x.size());
+            rotation->forward_scaled(n / 2 + 1, x.data(), c.dim / 2 + c.dim, scales.data(), scaled_forward.data());
+            const bool finite = rotation->inverse_scaled(n, x.data(), scales.data(), strided.data(), stride);
             auto all = forward;
             all.insert(all.end(), inverse.begin(), inverse.end());
             all.insert(all.end(), in_place.begin(), in_place.end());
+            all.insert(all.end(), scaled_forward.begin(), scaled_forward.end());
+            all.insert(all.end(), strided.begin(), strided.end());
+            all.push_back(finite ? 1.0f : 0.0f);
             return bits_of(all);
           },
           std::string(rotation_kind_name(c.kind)) + " dim " + std::to_string(c.dim) + " n " + std::to_string(n));

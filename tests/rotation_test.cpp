@@ -290,6 +290,63 @@ TEST_P(RotationPropertyTest, IsOrthogonal) {
   EXPECT_LE(worst, 1e-5);
 }
 
+// forward_scaled and inverse_scaled are the plain passes (scale, then rotate;
+// rotate, then scale) bit for bit, on strided rows, in place, with scales of
+// zero, of both signs and near the float range, and report non-finite output.
+TEST_P(RotationPropertyTest, ScaledFormsAreScalingAndRotatingBitForBit) {
+  const auto rotation = Rotation::make(GetParam().kind, GetParam().dim, kSeed);
+  const auto d = static_cast<std::size_t>(rotation->dim());
+  constexpr std::int64_t kRows = 6;
+  const std::size_t stride = d + 5;
+  const std::vector<float> strided = gaussian_floats(kRows * stride, 610);
+  const std::vector<float> scales = {0.37f, 0.0f, -2.5f, 3.0e-39f, 1.0f, 7.1e30f};
+  const auto bits_equal = [](const float* a, const float* b, std::size_t count) {
+    return std::memcmp(a, b, count * sizeof(float)) == 0;
+  };
+
+  std::vector<float> expected(kRows * d), fused(kRows * d);
+  for (std::size_t r = 0; r < kRows; ++r) {
+    for (std::size_t i = 0; i < d; ++i) expected[r * d + i] = strided[r * stride + i] * scales[r];
+  }
+  rotation->forward(kRows, expected.data(), expected.data());
+  rotation->forward_scaled(kRows, strided.data(), static_cast<std::int64_t>(stride), scales.data(), fused.data());
+  ASSERT_TRUE(bits_equal(expected.data(), fused.data(), fused.size())) << "forward_scaled, strided";
+  std::vector<float> in_place(kRows * d);
+  for (std::size_t r = 0; r < kRows; ++r) std::copy_n(strided.begin() + r * stride, d, in_place.begin() + r * d);
+  rotation->forward_scaled(kRows, in_place.data(), static_cast<std::int64_t>(d), scales.data(), in_place.data());
+  ASSERT_TRUE(bits_equal(expected.data(), in_place.data(), in_place.size())) << "forward_scaled, in place";
+
+  const std::vector<float> y = gaussian_floats(kRows * d, 611);
+  std::vector<float> rotated(kRows * d);
+  rotation->inverse(kRows, y.data(), rotated.data());
+  const float sentinel = -123.0f;
+  std::vector<float> out(kRows * stride, sentinel);
+  // Scales that keep every value finite (the last row's 7.1e30 times a unit-variance value would not).
+  std::vector<float> finite_scales = scales;
+  finite_scales.back() = 1e3f;
+  ASSERT_TRUE(rotation->inverse_scaled(kRows, y.data(), finite_scales.data(), out.data(), static_cast<std::int64_t>(stride)));
+  for (std::size_t r = 0; r < kRows; ++r) {
+    for (std::size_t i = 0; i < d; ++i) {
+      const float want = rotated[r * d + i] * finite_scales[r];
+      ASSERT_TRUE(bits_equal(&want, &out[r * stride + i], 1)) << "inverse_scaled row " << r << " value " << i;
+    }
+    for (std::size_t i = d; i < stride; ++i) ASSERT_EQ(out[r * stride + i], sentinel) << "wrote past a row";
+  }
+  std::vector<float> same = y;
+  ASSERT_TRUE(rotation->inverse_scaled(kRows, same.data(), finite_scales.data(), same.data(), static_cast<std::int64_t>(d)));
+  for (std::size_t r = 0; r < kRows; ++r) {
+    ASSERT_TRUE(bits_equal(&same[r * d], &out[r * stride], d)) << "inverse_scaled in place, row " << r;
+  }
+  // 7.1e30 * 1e10 overflows: reported, whichever row holds it.
+  std::vector<float> large = y;
+  for (float& value : large) value *= 1e10f;
+  EXPECT_FALSE(rotation->inverse_scaled(kRows, large.data(), scales.data(), out.data(), static_cast<std::int64_t>(stride)));
+  std::vector<float> one_infinite = y;
+  one_infinite[2 * d + d / 2] = INFINITY;
+  EXPECT_FALSE(rotation->inverse_scaled(kRows, one_infinite.data(), finite_scales.data(), out.data(),
+                                        static_cast<std::int64_t>(stride)));
+}
+
 TEST_P(RotationPropertyTest, InverseUndoesForwardAndNormsArePreserved) {
   const auto rotation = Rotation::make(GetParam().kind, GetParam().dim, kSeed);
   const int d = rotation->dim();

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -90,6 +91,55 @@ TEST(TqKernelsTest, RowNormsEqualVectorNormBitForBit) {
     }
   }
   EXPECT_GT(order_sensitive_rows, 100) << "the data must be able to expose a changed order of additions";
+}
+
+// The certificate the SIMD norms rest on: whenever it accepts the sum of a
+// row's squares taken in another order (reversed, pairwise, eight lanes), the
+// float norm of that sum is vector_norm's, bit for bit. The order-sensitive
+// rows (whose norm does change with the order) must all be refused, and
+// ordinary rows almost never.
+TEST(TqKernelsTest, NormCertificateNeverAcceptsADifferentNorm) {
+  const auto reversed_sum = [](int width, const float* row) {
+    double sum = 0;
+    for (int c = width; c-- > 0;) sum += static_cast<double>(row[c]) * row[c];
+    return sum;
+  };
+  const auto lane_sum = [](int width, const float* row) {
+    double lanes[8] = {};
+    for (int c = 0; c < width; ++c) lanes[c % 8] += static_cast<double>(row[c]) * row[c];
+    return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+  };
+  int accepted = 0, refused = 0, order_sensitive = 0;
+  for (int width : {12, 32, 128, 256}) {
+    for (int r = 0; r < 400; ++r) {
+      std::vector<float> row = wide_range_values(static_cast<std::size_t>(width), 7000 + r + width);
+      if (r % 2 == 0) fill_order_sensitive_row(width, std::ldexp(1.0f, r % 13 - 6), row.data());
+      const float expected = vector_norm(width, row.data());
+      for (const double sum : {reversed_sum(width, row.data()), lane_sum(width, row.data())}) {
+        const bool differs = static_cast<float>(std::sqrt(sum)) != expected;
+        order_sensitive += differs;
+        if (norm_is_order_independent(sum, width)) {
+          ++accepted;
+          ASSERT_EQ(float_bits(static_cast<float>(std::sqrt(sum))), float_bits(expected)) << "width " << width << " row " << r;
+        } else {
+          ++refused;
+        }
+      }
+    }
+  }
+  EXPECT_GT(order_sensitive, 100) << "the rows must be able to expose an accepted wrong norm";
+  EXPECT_LT(refused, order_sensitive + 20) << "ordinary rows should pass the certificate";
+  EXPECT_GT(accepted, 1000);
+  // Edges: zero, the largest float, beyond it, NaN.
+  EXPECT_TRUE(norm_is_order_independent(0.0, 128));
+  EXPECT_FALSE(norm_is_order_independent(std::numeric_limits<double>::quiet_NaN(), 128));
+  EXPECT_FALSE(norm_is_order_independent(1e80, 128));
+  const double largest = std::numeric_limits<float>::max();
+  EXPECT_FALSE(norm_is_order_independent(largest * largest, 128));
+  // A root exactly on the midpoint between the floats 1 and 1 + 2^-23 is refused, one far from it accepted.
+  const double midpoint = 1.0 + 0x1p-24;
+  EXPECT_FALSE(norm_is_order_independent(midpoint * midpoint, 2));
+  EXPECT_TRUE(norm_is_order_independent(1.0, 2));
 }
 
 // Random coordinates of a rotated unit vector, every boundary, its float

@@ -1,6 +1,7 @@
 #include "core/bit_pack.h"
 
 #include <cassert>
+#include <cstring>
 
 namespace tqlab {
 
@@ -11,7 +12,20 @@ namespace tqlab {
 void pack_codes(std::size_t count, const std::uint8_t* codes, int bits, std::uint8_t* out, std::uint64_t bit_offset) {
   assert(bits >= 1 && bits <= 8);
   const bool aligned = bit_offset % 8 == 0 && (count * static_cast<std::size_t>(bits)) % 8 == 0;
-  if (aligned && (bits == 8 || bits == 4 || bits == 2 || bits == 1)) {
+  if (aligned && bits == 1) {
+    // Eight 0/1 bytes b_0..b_7 (little-endian word x, b_k at bit 8k) into one
+    // byte: x * sum_k 2^(56-7k) puts b_k at bit 56+k; the other products land
+    // at or above bit 64 (dropped) or below bit 56 without carrying into it
+    // (their sum is below 2^56).
+    std::uint8_t* at = out + bit_offset / 8;
+    for (std::size_t byte = 0; byte < count / 8; ++byte) {
+      std::uint64_t word;
+      std::memcpy(&word, codes + 8 * byte, sizeof word);
+      at[byte] |= static_cast<std::uint8_t>(((word & 0x0101010101010101u) * 0x0102040810204080u) >> 56);
+    }
+    return;
+  }
+  if (aligned && (bits == 8 || bits == 4 || bits == 2)) {
     std::uint8_t* at = out + bit_offset / 8;
     const int per_byte = 8 / bits;
     const std::size_t bytes = count / static_cast<std::size_t>(per_byte);
@@ -34,7 +48,19 @@ void unpack_codes(std::size_t count, const std::uint8_t* in, std::uint64_t bit_o
   assert(bits >= 1 && bits <= 8);
   const unsigned mask = (1u << bits) - 1u;
   const bool aligned = bit_offset % 8 == 0 && (count * static_cast<std::size_t>(bits)) % 8 == 0;
-  if (aligned && (bits == 8 || bits == 4 || bits == 2 || bits == 1)) {
+  if (aligned && bits == 1) {
+    // One byte into eight 0/1 bytes: the byte copied into every byte of a
+    // word, byte k masked to bit k, then 0x7f added to each byte (no carry
+    // between bytes) so that bit 7 of byte k is bit k of the input.
+    const std::uint8_t* at = in + bit_offset / 8;
+    for (std::size_t byte = 0; byte < count / 8; ++byte) {
+      const std::uint64_t spread = (at[byte] * 0x0101010101010101u) & 0x8040201008040201u;
+      const std::uint64_t word = ((spread + 0x7f7f7f7f7f7f7f7fu) >> 7) & 0x0101010101010101u;
+      std::memcpy(codes + 8 * byte, &word, sizeof word);
+    }
+    return;
+  }
+  if (aligned && (bits == 8 || bits == 4 || bits == 2)) {
     const std::uint8_t* at = in + bit_offset / 8;
     const int per_byte = 8 / bits;
     const std::size_t bytes = count / static_cast<std::size_t>(per_byte);

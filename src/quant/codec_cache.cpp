@@ -120,7 +120,9 @@ std::shared_ptr<const Rotation> cached_rotation(RotationKind kind, int dim, std:
 
 std::shared_ptr<const QjlSketch> cached_qjl_sketch(int dim, int projections, std::uint64_t seed) {
   const Key key{static_cast<int>(ObjectKind::qjl_sketch), projections, dim, seed};
-  const std::size_t bytes = static_cast<std::size_t>(dim) * static_cast<std::size_t>(projections) * sizeof(float);
+  // S, its transpose and a margin per row (QjlSketch::bytes), known before it is built.
+  const std::size_t bytes =
+      static_cast<std::size_t>(projections) * (2 * static_cast<std::size_t>(dim) + 1) * sizeof(float);
   const Object object = cache().get(key, bytes, [&]() -> Object {
     return std::shared_ptr<const QjlSketch>(std::make_shared<QjlSketch>(dim, projections, seed));
   });

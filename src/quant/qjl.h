@@ -4,8 +4,18 @@
 // entries, the code is sign(S r) (m bits) plus ||r||, and
 //     r_hat = sqrt(pi/2) / m * ||r|| * S^T sign(S r)
 // is an unbiased estimate of r: E[<y, r_hat>] = <y, r> for every y.
+//
+// Both directions have a plain reference (*_reference, the definition) and a
+// fast form that returns the same bits on every instruction set
+// (core/kernel_set.h; tests/qjl_test.cpp holds them together):
+//   sketch        S r in float SIMD (any summation order), each sign kept
+//                 where the float result is certified to have the sign of
+//                 the reference's double sum, else that row in double;
+//   add_estimate  S^T sign(S r) accumulated 8 or 16 channels at a time, every
+//                 channel adding the same products in the same row order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -19,19 +29,50 @@ class QjlSketch {
   int dim() const { return dim_; }
   int projections() const { return projections_; }
 
-  /// signs[i] = 1 when (S r)_i >= 0, else 0. residual: dim floats; signs: projections bytes.
-  void sketch(const float* residual, std::uint8_t* signs) const;
+  /// signs[i] = 1 when (S r)_i >= 0, else 0, (S r)_i summed in double in index
+  /// order (sketch_reference), bit for bit. residual: dim floats; signs: projections bytes.
+  void sketch(const float* residual, std::uint8_t* signs) const { sketch(1, residual, signs); }
 
-  /// out += sqrt(pi/2) / m * residual_norm * S^T (2 signs - 1). out: dim floats.
-  void add_estimate(const std::uint8_t* signs, float residual_norm, float* out) const;
+  /// sketch for n residuals at once (faster: the matrix is read once for
+  /// several). residuals: n x dim floats; signs: n x projections bytes.
+  void sketch(std::int64_t n, const float* residuals, std::uint8_t* signs) const {
+    sketch(n, residuals, nullptr, signs);
+  }
+
+  /// The same, given each residual's norm as vector_norm (or row_norms)
+  /// computes it, which spares computing it again (the norm only sizes the
+  /// margin that decides when a float sign is trusted; a norm off by more than
+  /// a rounding error could change signs). residual_norms: n floats, or null.
+  void sketch(std::int64_t n, const float* residuals, const float* residual_norms, std::uint8_t* signs) const;
+
+  /// out += sqrt(pi/2) / m * residual_norm * S^T (2 signs - 1), rows added in
+  /// order, one float product and one float sum per term (add_estimate_reference,
+  /// bit for bit). out: dim floats.
+  void add_estimate(const std::uint8_t* signs, float residual_norm, float* out) const {
+    add_estimate(1, signs, &residual_norm, out, dim_);
+  }
+
+  /// add_estimate for n rows at once. signs: n x projections bytes;
+  /// residual_norms: n; out: n rows of dim floats, row v at out + v * out_stride.
+  void add_estimate(std::int64_t n, const std::uint8_t* signs, const float* residual_norms, float* out,
+                    std::int64_t out_stride) const;
+
+  /// The definitions, for tests: one double dot product per row; one row at a time.
+  void sketch_reference(const float* residual, std::uint8_t* signs) const;
+  void add_estimate_reference(const std::uint8_t* signs, float residual_norm, float* out) const;
 
   /// The projection matrix S, row-major (projections x dim).
   const std::vector<float>& matrix() const { return matrix_; }
 
+  /// Bytes held (S, its transpose, the per-row margins), for the codec cache's budget.
+  std::size_t bytes() const;
+
  private:
   int dim_;
   int projections_;
-  std::vector<float> matrix_;
+  std::vector<float> matrix_;      // projections x dim
+  std::vector<float> transposed_;  // dim x projections: S^T, so that a SIMD lane holds one row's sum
+  std::vector<float> margins_;     // per row i: 2 (gamma_float + gamma_double) ||S_i||, see sketch()
 };
 
 }  // namespace tqlab

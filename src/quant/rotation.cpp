@@ -30,6 +30,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstddef>
+#include <optional>
 #include <string>
 
 // Eigen's packet width (SSE, AVX2, AVX-512) and its explicit FMAs change the
@@ -95,30 +96,39 @@ void scale_all(float* x, std::size_t n, float scale) {
   for (std::size_t i = 0; i < n; ++i) x[i] *= scale;
 }
 
-// n rows of 2^log_dim floats: out_r = post_signs ∘ fwht_normalized(pre_signs ∘ in_r)
-// by a SIMD form that keeps a row in registers (AVX2: 8..128 floats,
-// AVX-512: 16..256), the signs fused into its loads and stores; either sign
-// vector may be null. False when no SIMD form takes this size (the caller
-// then runs the portable passes).
-bool hadamard_rows_simd(std::int64_t n, int log_dim, const float* pre_signs, const float* post_signs,
-                        const float* in, float* out) {
+// The rows of `rows` (rotation_kernels::HadamardRows) by a SIMD form that
+// keeps a row in registers (AVX2: 8..128 floats, AVX-512: 16..256), the signs
+// and scales fused into its loads and stores. nullopt when no SIMD form takes
+// this size (the caller then runs the portable passes); else whether every
+// result is finite (always true without post_scales).
+std::optional<bool> hadamard_rows_simd(int log_dim, const rotation_kernels::HadamardRows& rows) {
   switch (active_kernel_set()) {
 #if TQLAB_X86_KERNELS
     case KernelSet::avx512:
       if (log_dim >= kMinLogInRegistersAvx512 && log_dim <= kMaxLogInRegistersAvx512) {
-        simd::hadamard_rows_avx512(n, log_dim, pre_signs, post_signs, in, out);
-        return true;
+        return simd::hadamard_rows_avx512(log_dim, rows);
       }
       [[fallthrough]];
     case KernelSet::avx2:
-      if (log_dim >= kMinLogInRegisters && log_dim <= kMaxLogInRegisters) {
-        simd::hadamard_rows_avx2(n, log_dim, pre_signs, post_signs, in, out);
-        return true;
-      }
-      return false;
+      if (log_dim >= kMinLogInRegisters && log_dim <= kMaxLogInRegisters) return simd::hadamard_rows_avx2(log_dim, rows);
+      return std::nullopt;
 #endif
-    default: return false;
+    default: return std::nullopt;
   }
+}
+
+// n contiguous rows of 2^log_dim floats with optional signs before and after.
+rotation_kernels::HadamardRows plain_rows(std::int64_t n, int log_dim, const float* pre_signs, const float* post_signs,
+                                          const float* in, float* out) {
+  rotation_kernels::HadamardRows rows;
+  rows.n = n;
+  rows.in = in;
+  rows.in_stride = std::int64_t{1} << log_dim;
+  rows.pre_signs = pre_signs;
+  rows.post_signs = post_signs;
+  rows.out = out;
+  rows.out_stride = rows.in_stride;
+  return rows;
 }
 
 }  // namespace
@@ -131,7 +141,7 @@ void fwht_normalized_portable(float* x, int log_n) {
 }
 
 void fwht_normalized(float* x, int log_n) {
-  if (!hadamard_rows_simd(1, log_n, nullptr, nullptr, x, x)) {
+  if (!hadamard_rows_simd(log_n, plain_rows(1, log_n, nullptr, nullptr, x, x))) {
     switch (active_kernel_set()) {
 #if TQLAB_X86_KERNELS
       case KernelSet::avx512:
@@ -149,6 +159,41 @@ void fwht_normalized(float* x, int log_n) {
 // Rotations
 
 Rotation::~Rotation() = default;
+
+void Rotation::forward_scaled(std::int64_t n, const float* in, std::int64_t in_stride, const float* scales,
+                              float* out) const {
+  const auto d = static_cast<std::size_t>(dim());
+  for (std::int64_t r = 0; r < n; ++r) {
+    const float* x = in + r * in_stride;
+    float* y = out + static_cast<std::size_t>(r) * d;
+    for (std::size_t i = 0; i < d; ++i) y[i] = x[i] * scales[r];
+  }
+  forward(n, out, out);
+}
+
+bool Rotation::inverse_scaled(std::int64_t n, const float* in, const float* scales, float* out,
+                              std::int64_t out_stride) const {
+  const auto d = static_cast<std::size_t>(dim());
+  std::vector<float> rotated;
+  const float* source = out;
+  if (out_stride == static_cast<std::int64_t>(d)) {
+    inverse(n, in, out);
+  } else {
+    rotated.resize(static_cast<std::size_t>(n) * d);
+    inverse(n, in, rotated.data());
+    source = rotated.data();
+  }
+  bool finite = true;
+  for (std::int64_t r = 0; r < n; ++r) {
+    const float* x = source + static_cast<std::size_t>(r) * d;
+    float* y = out + r * out_stride;
+    for (std::size_t i = 0; i < d; ++i) {
+      y[i] = x[i] * scales[r];
+      finite = finite && std::isfinite(y[i]);
+    }
+  }
+  return finite;
+}
 
 namespace {
 
@@ -217,7 +262,7 @@ HadamardRotation::HadamardRotation(int log_dim, std::uint64_t seed)
 }
 
 void HadamardRotation::forward(std::int64_t n, const float* in, float* out) const {
-  if (hadamard_rows_simd(n, log_dim_, signs_.data(), nullptr, in, out)) return;
+  if (hadamard_rows_simd(log_dim_, plain_rows(n, log_dim_, signs_.data(), nullptr, in, out))) return;
   const auto d = static_cast<std::size_t>(dim());
   for (std::int64_t r = 0; r < n; ++r) {
     const float* x = in + static_cast<std::size_t>(r) * d;
@@ -228,7 +273,7 @@ void HadamardRotation::forward(std::int64_t n, const float* in, float* out) cons
 }
 
 void HadamardRotation::inverse(std::int64_t n, const float* in, float* out) const {
-  if (hadamard_rows_simd(n, log_dim_, nullptr, signs_.data(), in, out)) return;
+  if (hadamard_rows_simd(log_dim_, plain_rows(n, log_dim_, nullptr, signs_.data(), in, out))) return;
   const auto d = static_cast<std::size_t>(dim());
   for (std::int64_t r = 0; r < n; ++r) {
     const float* y = in + static_cast<std::size_t>(r) * d;
@@ -237,6 +282,23 @@ void HadamardRotation::inverse(std::int64_t n, const float* in, float* out) cons
     fwht_normalized(x, log_dim_);
     multiply_by_signs(d, signs_.data(), x);
   }
+}
+
+void HadamardRotation::forward_scaled(std::int64_t n, const float* in, std::int64_t in_stride, const float* scales,
+                                      float* out) const {
+  rotation_kernels::HadamardRows rows = plain_rows(n, log_dim_, signs_.data(), nullptr, in, out);
+  rows.in_stride = in_stride;
+  rows.pre_scales = scales;
+  if (!hadamard_rows_simd(log_dim_, rows)) Rotation::forward_scaled(n, in, in_stride, scales, out);
+}
+
+bool HadamardRotation::inverse_scaled(std::int64_t n, const float* in, const float* scales, float* out,
+                                      std::int64_t out_stride) const {
+  rotation_kernels::HadamardRows rows = plain_rows(n, log_dim_, nullptr, signs_.data(), in, out);
+  rows.post_scales = scales;
+  rows.out_stride = out_stride;
+  const std::optional<bool> finite = hadamard_rows_simd(log_dim_, rows);
+  return finite ? *finite : Rotation::inverse_scaled(n, in, scales, out, out_stride);
 }
 
 // Seeds of the two rounds: streams 1 and 2 of the rotation's seed.

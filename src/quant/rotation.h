@@ -75,6 +75,22 @@ class Rotation {
   /// x = Πᵀ y, the inverse of forward. Same shapes and aliasing rule.
   virtual void inverse(std::int64_t n, const float* in, float* out) const = 0;
 
+  /// out_r = Π (scales[r] * in_r) for n rows: bit for bit, each value times its
+  /// row's scale (one rounded float product), then forward(). in_r starts at
+  /// in + r * in_stride (dim() floats, in_stride >= dim()); scales: n floats;
+  /// out: n * dim floats. in == out with in_stride == dim() is allowed, other
+  /// overlaps are not. The Hadamard rotation fuses the steps in its SIMD forms.
+  virtual void forward_scaled(std::int64_t n, const float* in, std::int64_t in_stride, const float* scales,
+                              float* out) const;
+
+  /// out_r = scales[r] * Πᵀ in_r for n rows: bit for bit, inverse() and then one
+  /// rounded float product per value. in: n * dim floats; out_r starts at out +
+  /// r * out_stride (out_stride >= dim()). in == out with out_stride == dim() is
+  /// allowed, other overlaps are not. Returns false when some value written is
+  /// not finite (a product overflowed or the input held one), else true.
+  virtual bool inverse_scaled(std::int64_t n, const float* in, const float* scales, float* out,
+                              std::int64_t out_stride) const;
+
  protected:
   explicit Rotation(int dim) : dim_(dim) {}
 
@@ -94,6 +110,10 @@ class HadamardRotation final : public Rotation {
   RotationKind kind() const override { return RotationKind::hadamard; }
   void forward(std::int64_t n, const float* in, float* out) const override;
   void inverse(std::int64_t n, const float* in, float* out) const override;
+  void forward_scaled(std::int64_t n, const float* in, std::int64_t in_stride, const float* scales,
+                      float* out) const override;
+  bool inverse_scaled(std::int64_t n, const float* in, const float* scales, float* out,
+                      std::int64_t out_stride) const override;
 
   int log_dim() const { return log_dim_; }
 

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <climits>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -21,6 +20,7 @@ namespace tqlab::simd {
 namespace {
 
 using rotation_kernels::fwht_scale;
+using rotation_kernels::HadamardRows;
 using rotation_kernels::kMaxLogInRegisters;
 using rotation_kernels::kMinLogInRegisters;
 
@@ -39,16 +39,19 @@ struct Avx2Floats {
   static Type sub(Type a, Type b) { return _mm256_sub_ps(a, b); }
   static Type mul(Type a, Type b) { return _mm256_mul_ps(a, b); }
   static Type broadcast(float value) { return _mm256_set1_ps(value); }
+  static Type zero() { return _mm256_setzero_ps(); }
+  static Type fmadd(Type a, Type b, Type c) { return _mm256_fmadd_ps(a, b, c); }
+  static bool all_finite(Type poison) { return _mm256_movemask_ps(_mm256_cmp_ps(poison, poison, _CMP_UNORD_Q)) == 0; }
+  // Each stage: v * (+1 or -1) + partner in one fused multiply-add, the
+  // product being exact: partner + v where the lane takes a sum, partner - v
+  // where it takes a difference (the upper partner of each pair).
   static Type butterflies_within_register(Type v) {
-    const __m256 negate_odd =
-        _mm256_castsi256_ps(_mm256_setr_epi32(0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN));
-    const __m256 negate_upper_pairs =
-        _mm256_castsi256_ps(_mm256_setr_epi32(0, 0, INT32_MIN, INT32_MIN, 0, 0, INT32_MIN, INT32_MIN));
-    const __m256 negate_upper_half =
-        _mm256_castsi256_ps(_mm256_setr_epi32(0, 0, 0, 0, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN));
-    v = _mm256_add_ps(_mm256_permute_ps(v, 0b10'11'00'01), _mm256_xor_ps(v, negate_odd));
-    v = _mm256_add_ps(_mm256_permute_ps(v, 0b01'00'11'10), _mm256_xor_ps(v, negate_upper_pairs));
-    return _mm256_add_ps(_mm256_permute2f128_ps(v, v, 0x01), _mm256_xor_ps(v, negate_upper_half));
+    const __m256 odd_negative = _mm256_setr_ps(1, -1, 1, -1, 1, -1, 1, -1);
+    const __m256 upper_pairs_negative = _mm256_setr_ps(1, 1, -1, -1, 1, 1, -1, -1);
+    const __m256 upper_half_negative = _mm256_setr_ps(1, 1, 1, 1, -1, -1, -1, -1);
+    v = _mm256_fmadd_ps(v, odd_negative, _mm256_permute_ps(v, 0b10'11'00'01));
+    v = _mm256_fmadd_ps(v, upper_pairs_negative, _mm256_permute_ps(v, 0b01'00'11'10));
+    return _mm256_fmadd_ps(v, upper_half_negative, _mm256_permute2f128_ps(v, v, 0x01));
   }
 };
 
@@ -63,7 +66,8 @@ void fwht_normalized_in_memory(float* x, int log_n) {
   const std::size_t n = std::size_t{1} << log_n;
   constexpr std::size_t kChunk = std::size_t{1} << kMaxLogInRegisters;
   for (std::size_t chunk = 0; chunk < n; chunk += kChunk) {
-    fwht_normalized_in_registers<Avx2Floats, kMaxLogInRegisters>(x + chunk, x + chunk, 1.0f, nullptr, nullptr);
+    fwht_normalized_in_registers<Avx2Floats, kMaxLogInRegisters>(x + chunk, x + chunk, 1.0f, nullptr, nullptr, nullptr,
+                                                                  nullptr, _mm256_setzero_ps());
   }
   const __m256 scale_vector = _mm256_set1_ps(fwht_scale(log_n));
   std::size_t half = kChunk;
@@ -172,22 +176,26 @@ void multiply_by_rows_fma(std::int64_t n, int dim, const float* rows, const floa
 
 }  // namespace
 
-void hadamard_rows_avx2(std::int64_t n, int log_n, const float* pre_signs, const float* post_signs, const float* in,
-                        float* out) {
+bool hadamard_rows_avx2(int log_n, const rotation_kernels::HadamardRows& rows) {
   switch (log_n) {
-    case 3: return hadamard_rows_in_registers<Avx2Floats, 3>(n, pre_signs, post_signs, in, out);
-    case 4: return hadamard_rows_in_registers<Avx2Floats, 4>(n, pre_signs, post_signs, in, out);
-    case 5: return hadamard_rows_in_registers<Avx2Floats, 5>(n, pre_signs, post_signs, in, out);
-    case 6: return hadamard_rows_in_registers<Avx2Floats, 6>(n, pre_signs, post_signs, in, out);
-    case 7: return hadamard_rows_in_registers<Avx2Floats, 7>(n, pre_signs, post_signs, in, out);
+    case 3: return hadamard_rows_in_registers<Avx2Floats, 3>(rows);
+    case 4: return hadamard_rows_in_registers<Avx2Floats, 4>(rows);
+    case 5: return hadamard_rows_in_registers<Avx2Floats, 5>(rows);
+    case 6: return hadamard_rows_in_registers<Avx2Floats, 6>(rows);
+    case 7: return hadamard_rows_in_registers<Avx2Floats, 7>(rows);
   }
   assert(false && "log_n outside the AVX2 register kernel's range");
+  return false;
 }
 
 void fwht_normalized_avx2(float* x, int log_n) {
   assert(log_n >= kMinLogInRegisters && log_n <= 30);
   if (log_n <= kMaxLogInRegisters) {
-    hadamard_rows_avx2(1, log_n, nullptr, nullptr, x, x);
+    rotation_kernels::HadamardRows row;
+    row.n = 1;
+    row.in = x;
+    row.out = x;
+    hadamard_rows_avx2(log_n, row);
   } else {
     fwht_normalized_in_memory(x, log_n);
   }

@@ -32,6 +32,25 @@ inline constexpr int kMaxLogInRegisters = 7;
 inline constexpr int kMinLogInRegistersAvx512 = 4;
 inline constexpr int kMaxLogInRegistersAvx512 = 8;
 
+/// A batch of rows for the in-register Hadamard kernels:
+///   out_r = post_scales[r] * (post_signs ∘ fwht_normalized(pre_signs ∘ (pre_scales[r] * in_r)))
+/// for r < n, each step one rounded float product per value (exact for the
+/// signs) and skipped when its pointer is null. in_r starts at in + r *
+/// in_stride, out_r at out + r * out_stride (2^log_n floats each); signs:
+/// 2^log_n values of +-1; scales: n floats. in == out with equal strides is
+/// allowed, other overlaps are not.
+struct HadamardRows {
+  std::int64_t n = 0;
+  const float* in = nullptr;
+  std::int64_t in_stride = 0;
+  const float* pre_scales = nullptr;
+  const float* pre_signs = nullptr;
+  const float* post_signs = nullptr;
+  const float* post_scales = nullptr;
+  float* out = nullptr;
+  std::int64_t out_stride = 0;
+};
+
 }  // namespace rotation_kernels
 
 namespace simd {
@@ -40,12 +59,10 @@ namespace simd {
 /// fwht_normalized (rotation.h) for 3 <= log_n <= 30.
 void fwht_normalized_avx2(float* x, int log_n);
 
-/// n rows of 2^log_n floats, kMinLogInRegisters <= log_n <= kMaxLogInRegisters:
-/// out_r = post_signs ∘ fwht_normalized(pre_signs ∘ in_r); either sign vector
-/// (2^log_n values of ±1) may be null for none. in: n * 2^log_n floats, out the
-/// same; in == out is allowed.
-void hadamard_rows_avx2(std::int64_t n, int log_n, const float* pre_signs, const float* post_signs, const float* in,
-                        float* out);
+/// The rows of `rows` (rotation_kernels::HadamardRows) for kMinLogInRegisters
+/// <= log_n <= kMaxLogInRegisters. Returns false when some result is not
+/// finite (checked only with post_scales; true without).
+bool hadamard_rows_avx2(int log_n, const rotation_kernels::HadamardRows& rows);
 
 /// out_r = Σ_k in_r[k] * rows(k, :) for each of n rows, every element
 /// accumulated over k = 0 .. dim-1 by fused multiply-adds (rotation.cpp's
@@ -54,8 +71,7 @@ void hadamard_rows_avx2(std::int64_t n, int log_n, const float* pre_signs, const
 void multiply_by_rows_avx2(std::int64_t n, int dim, const float* rows, const float* in, float* out);
 
 /// hadamard_rows_avx2 for kMinLogInRegistersAvx512 <= log_n <= kMaxLogInRegistersAvx512.
-void hadamard_rows_avx512(std::int64_t n, int log_n, const float* pre_signs, const float* post_signs,
-                          const float* in, float* out);
+bool hadamard_rows_avx512(int log_n, const rotation_kernels::HadamardRows& rows);
 #endif
 
 }  // namespace simd

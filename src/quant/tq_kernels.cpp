@@ -18,18 +18,21 @@
 // instruction-set form core/kernel_set.h chose (tq_kernels_simd.h). Why the
 // SIMD and portable forms return the same bits (and the same as the references):
 // - norms: the square of a float is exact in double (48 significant bits), so
-//   a SIMD lane that holds one row and adds its squares in index order rounds
-//   exactly as vector_norm does (an FMA, should the compiler contract the
-//   multiply-add, rounds the same); sqrt and double -> float are correctly
-//   rounded in both.
+//   a fused multiply-add of it rounds as the addition of the square does. The
+//   SIMD forms add a row's squares in lanes (another order), which can move
+//   the double sum by a few ulps; norm_is_order_independent certifies that
+//   the float norm cannot change, and the rare rows it cannot certify go
+//   through vector_norm itself.
 // - bucketizing: the boundaries ascend, so "y > boundary[k]" is monotone in k
 //   and the search tree finds the same count as comparing against all of them.
 // - packing is integer work.
 #include "quant/tq_kernels.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/bit_pack.h"
 #include "core/kernel_set.h"
@@ -51,6 +54,21 @@ float vector_norm(int n, const float* x) {
 
 void row_norms_reference(std::int64_t n, int width, std::int64_t stride, const float* x, float* norms) {
   for (std::int64_t r = 0; r < n; ++r) norms[r] = vector_norm(width, x + r * stride);
+}
+
+bool norm_is_order_independent(double sum, int terms) {
+  const double root = std::sqrt(sum);
+  const float norm = static_cast<float>(root);
+  // NaN fails the comparison; the largest float has no finite upper midpoint.
+  if (!(norm < std::numeric_limits<float>::max())) return false;
+  // Squares of floats are 0 or at least 2^-298, a normal double: a zero sum
+  // means every term is zero, in any order.
+  if (norm == 0.0f) return root == 0.0;
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(norm);
+  const double below = 0.5 * (static_cast<double>(norm) + static_cast<double>(std::bit_cast<float>(bits - 1)));
+  const double above = 0.5 * (static_cast<double>(norm) + static_cast<double>(std::bit_cast<float>(bits + 1)));
+  const double margin = root * (static_cast<double>(terms) + 8.0) * 0x1p-50;
+  return root - margin > below && root + margin < above;
 }
 
 // ---------------------------------------------------------------------------
@@ -167,7 +185,7 @@ void unpack_and_dequantize_portable(std::size_t count, const std::uint8_t* in, s
 void row_norms(std::int64_t n, int width, std::int64_t stride, const float* x, float* norms) {
   switch (active_kernel_set()) {
 #if TQLAB_X86_KERNELS
-    case KernelSet::avx512:
+    case KernelSet::avx512: return simd::row_norms_avx512(n, width, stride, x, norms);
     case KernelSet::avx2: return simd::row_norms_avx2(n, width, stride, x, norms);
 #endif
     default: return row_norms_reference(n, width, stride, x, norms);

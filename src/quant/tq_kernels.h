@@ -25,12 +25,25 @@ float vector_norm(int n, const float* x);
 
 /// norms[r] = vector_norm(width, x + r * stride) for r in [0, n), bit for bit.
 /// x: n rows of `width` floats, row r starting at x + r * stride (stride >= width);
-/// norms: n floats. The SIMD forms run many rows' sums side by side, one double
-/// lane per row, so each row's additions keep vector_norm's order.
+/// norms: n floats. The SIMD forms add each row's squares in lanes and keep
+/// that sum where norm_is_order_independent certifies it, else vector_norm.
 void row_norms(std::int64_t n, int width, std::int64_t stride, const float* x, float* norms);
 
 /// Reference for row_norms: vector_norm on each row.
 void row_norms_reference(std::int64_t n, int width, std::int64_t stride, const float* x, float* norms);
+
+/// True when vector_norm of a row of `terms` values must return
+/// float(sqrt(sum)), `sum` being the same squares added in any other order
+/// (SIMD lanes, several accumulators). Any two orders of adding `terms`
+/// nonnegative doubles differ by at most 2 (terms - 1) 2^-53 of the sum
+/// (Higham, "Accuracy and Stability of Numerical Algorithms", 2002, §4.2), so
+/// the two square roots differ by about half that; when float(sqrt(sum)) lies
+/// farther than (terms + 8) 2^-50 of the root (8x that bound) from the
+/// midpoints to its float neighbours, both round to the same float. False also
+/// for a root that is not finite or reaches the largest float. The SIMD forms
+/// of row_norms take the fast sum where this holds (all but a few rows in a
+/// million) and run vector_norm on the others.
+bool norm_is_order_independent(double sum, int terms);
 
 /// codes[i] = number of codebook boundaries (boundaries_f) strictly below y[i]:
 /// the nearest level, a value equal to a boundary taking the lower one (as

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -29,43 +30,28 @@ using namespace code_words;
 // Norms
 
 
-inline __m256d add_squares(__m256d sum, __m128 column) {
-  const __m256d values = _mm256_cvtps_pd(column);
-  return _mm256_add_pd(sum, _mm256_mul_pd(values, values));
-}
-
-// Norms of 4 * Groups rows. Each row's sum is a chain of `width` dependent
-// additions; Groups independent accumulators keep the adder busy while each
-// chain waits on its latency. Four rows' 4-column tiles are transposed so that
-// one register holds one column of four rows.
-template <int Groups>
-void row_norms_interleaved(int width, std::int64_t stride, const float* x, float* norms) {
-  __m256d sums[Groups];
-  for (int g = 0; g < Groups; ++g) sums[g] = _mm256_setzero_pd();
+// The sum of one row's squares in four accumulators of four lanes (an order
+// of additions of its own; row_norms_avx2 certifies the result). Columns past
+// the last multiple of four are added one by one.
+inline double sum_of_squares(int width, const float* x) {
+  __m256d sums[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
   int column = 0;
+  for (; column + 16 <= width; column += 16) {
+    for (int a = 0; a < 4; ++a) {
+      const __m256d values = _mm256_cvtps_pd(_mm_loadu_ps(x + column + 4 * a));
+      sums[a] = _mm256_fmadd_pd(values, values, sums[a]);
+    }
+  }
   for (; column + 4 <= width; column += 4) {
-    for (int g = 0; g < Groups; ++g) {
-      const float* tile = x + 4 * g * stride + column;
-      __m128 row0 = _mm_loadu_ps(tile);
-      __m128 row1 = _mm_loadu_ps(tile + stride);
-      __m128 row2 = _mm_loadu_ps(tile + 2 * stride);
-      __m128 row3 = _mm_loadu_ps(tile + 3 * stride);
-      _MM_TRANSPOSE4_PS(row0, row1, row2, row3);  // now rowK holds column `column + K` of the four rows
-      sums[g] = add_squares(sums[g], row0);
-      sums[g] = add_squares(sums[g], row1);
-      sums[g] = add_squares(sums[g], row2);
-      sums[g] = add_squares(sums[g], row3);
-    }
+    const __m256d values = _mm256_cvtps_pd(_mm_loadu_ps(x + column));
+    sums[0] = _mm256_fmadd_pd(values, values, sums[0]);
   }
-  for (; column < width; ++column) {
-    for (int g = 0; g < Groups; ++g) {
-      const float* at = x + 4 * g * stride + column;
-      sums[g] = add_squares(sums[g], _mm_setr_ps(at[0], at[stride], at[2 * stride], at[3 * stride]));
-    }
-  }
-  for (int g = 0; g < Groups; ++g) _mm_storeu_ps(norms + 4 * g, _mm256_cvtpd_ps(_mm256_sqrt_pd(sums[g])));
+  const __m256d total = _mm256_add_pd(_mm256_add_pd(sums[0], sums[1]), _mm256_add_pd(sums[2], sums[3]));
+  const __m128d pair = _mm_add_pd(_mm256_castpd256_pd128(total), _mm256_extractf128_pd(total, 1));
+  double sum = _mm_cvtsd_f64(_mm_add_sd(pair, _mm_unpackhi_pd(pair, pair)));
+  for (; column < width; ++column) sum += static_cast<double>(x[column]) * x[column];
+  return sum;
 }
-
 
 // ---------------------------------------------------------------------------
 // Bucketizing and packing
@@ -214,10 +200,11 @@ struct UnpackAndDequantize {
 }  // namespace
 
 void row_norms_avx2(std::int64_t n, int width, std::int64_t stride, const float* x, float* norms) {
-  std::int64_t r = 0;
-  for (; r + 16 <= n; r += 16) row_norms_interleaved<4>(width, stride, x + r * stride, norms + r);
-  for (; r + 4 <= n; r += 4) row_norms_interleaved<1>(width, stride, x + r * stride, norms + r);
-  row_norms_reference(n - r, width, stride, x + r * stride, norms + r);
+  for (std::int64_t r = 0; r < n; ++r) {
+    const float* row = x + r * stride;
+    const double sum = sum_of_squares(width, row);
+    norms[r] = norm_is_order_independent(sum, width) ? static_cast<float>(std::sqrt(sum)) : vector_norm(width, row);
+  }
 }
 
 void quantize_to_codes_avx2(int n, const float* y, const Codebook& codebook, std::uint8_t* codes) {

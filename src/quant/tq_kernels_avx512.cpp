@@ -5,8 +5,8 @@
 // two-register permute, and among 64 or 128 with a few of those and mask
 // blends: the search tree has no gathers at any bit width (the centroid
 // lookup keeps one at b >= 7, as fast here as a chain of 8 or 16 permutes).
-// The packing of the codes is the AVX2 one (code_words_avx2.inc); row_norms
-// keeps its AVX2 form. Compiled in a
+// The packing of the codes is the AVX2 one (code_words_avx2.inc). row_norms
+// sums eight doubles per register. Compiled in a
 // target region (core/simd_target.h): every #include comes before it.
 //
 // The same bits as the portable forms: the boundaries ascend, so walking the
@@ -15,8 +15,10 @@
 #include "quant/tq_kernels_simd.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "core/simd_intrinsics.h"
@@ -71,6 +73,30 @@ void load_table(const float* values, int count, __m512* table) {
   alignas(64) float padded[16 * Registers] = {};
   std::copy_n(values, count, padded);
   for (int r = 0; r < Registers; ++r) table[r] = _mm512_load_ps(padded + 16 * r);
+}
+
+// The sum of one row's squares in four accumulators of eight lanes (the
+// AVX2 form's certificate covers any order: row_norms_avx512). The columns
+// past the last multiple of eight come in one masked load, zeros elsewhere.
+inline double sum_of_squares(int width, const float* x) {
+  __m512d sums[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  int column = 0;
+  for (; column + 32 <= width; column += 32) {
+    for (int a = 0; a < 4; ++a) {
+      const __m512d values = _mm512_cvtps_pd(_mm256_loadu_ps(x + column + 8 * a));
+      sums[a] = _mm512_fmadd_pd(values, values, sums[a]);
+    }
+  }
+  for (; column + 8 <= width; column += 8) {
+    const __m512d values = _mm512_cvtps_pd(_mm256_loadu_ps(x + column));
+    sums[0] = _mm512_fmadd_pd(values, values, sums[0]);
+  }
+  if (column < width) {
+    const auto lanes = static_cast<__mmask8>((1u << (width - column)) - 1);
+    const __m512d values = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(lanes, x + column));
+    sums[1] = _mm512_fmadd_pd(values, values, sums[1]);
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(sums[0], sums[1]), _mm512_add_pd(sums[2], sums[3])));
 }
 
 // The implicit search tree of 2^Bits - 1 ascending boundaries, as the AVX2
@@ -164,6 +190,49 @@ struct UnpackAndDequantize {
 };
 
 }  // namespace
+
+void row_norms_avx512(std::int64_t n, int width, std::int64_t stride, const float* x, float* norms) {
+  std::int64_t r = 0;
+  // Eight rows at a time: their square roots and norm_is_order_independent's
+  // test in one register (the same operations on the same doubles, so the
+  // same verdicts; square root and conversion to float are correctly rounded
+  // in both), instead of a call and a scalar square root per row.
+  const __m512d terms_plus_8 = _mm512_set1_pd(static_cast<double>(width) + 8.0);
+  const __m512d ulp_factor = _mm512_set1_pd(0x1p-50);
+  const __m512d half = _mm512_set1_pd(0.5);
+  const __m256 largest = _mm256_set1_ps(std::numeric_limits<float>::max());
+  const __m256i one = _mm256_set1_epi32(1);
+  for (; r + 8 <= n; r += 8) {
+    alignas(64) double sums[8];
+    for (int k = 0; k < 8; ++k) sums[k] = sum_of_squares(width, x + (r + k) * stride);
+    const __m512d sum = _mm512_load_pd(sums);
+    const __m512d root = _mm512_sqrt_pd(sum);
+    const __m256 norm = _mm512_cvtpd_ps(root);
+    const __m256i bits = _mm256_castps_si256(norm);
+    const __m512d below = _mm512_mul_pd(
+        half, _mm512_add_pd(_mm512_cvtps_pd(norm), _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_sub_epi32(bits, one)))));
+    const __m512d above = _mm512_mul_pd(
+        half, _mm512_add_pd(_mm512_cvtps_pd(norm), _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_add_epi32(bits, one)))));
+    const __m512d margin = _mm512_mul_pd(_mm512_mul_pd(root, terms_plus_8), ulp_factor);
+    const __mmask8 finite = _mm256_cmp_ps_mask(norm, largest, _CMP_LT_OQ);
+    const __mmask8 zero = _mm256_cmp_ps_mask(norm, _mm256_setzero_ps(), _CMP_EQ_OQ);
+    const __mmask8 root_zero = _mm512_cmp_pd_mask(root, _mm512_setzero_pd(), _CMP_EQ_OQ);
+    const __mmask8 inside = _mm512_cmp_pd_mask(_mm512_sub_pd(root, margin), below, _CMP_GT_OQ) &
+                            _mm512_cmp_pd_mask(_mm512_add_pd(root, margin), above, _CMP_LT_OQ);
+    const auto certified = static_cast<unsigned>(finite & ((zero & root_zero) | (~zero & inside)));
+    _mm256_storeu_ps(norms + r, norm);
+    if (certified != 0xFFu) {
+      for (int k = 0; k < 8; ++k) {
+        if ((certified >> k & 1u) == 0) norms[r + k] = vector_norm(width, x + (r + k) * stride);
+      }
+    }
+  }
+  for (; r < n; ++r) {
+    const float* row = x + r * stride;
+    const double sum = sum_of_squares(width, row);
+    norms[r] = norm_is_order_independent(sum, width) ? static_cast<float>(std::sqrt(sum)) : vector_norm(width, row);
+  }
+}
 
 void quantize_to_codes_avx512(int n, const float* y, const Codebook& codebook, std::uint8_t* codes) {
   dispatch_bits<QuantizeToCodes>(codebook.bits, n, y, codebook, codes);

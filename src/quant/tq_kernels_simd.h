@@ -6,8 +6,7 @@
 // is a multiple of 8 (32 codes then fill whole bytes; other offsets take the
 // portable forms). They exist only when TQLAB_X86_KERNELS is 1.
 //   *_avx2    AVX2 + FMA   (tq_kernels_avx2.cpp)
-//   *_avx512  AVX-512      (tq_kernels_avx512.cpp; row_norms has no AVX-512
-//             form, the AVX2 one serves)
+//   *_avx512  AVX-512      (tq_kernels_avx512.cpp)
 #pragma once
 
 #include <cassert>
@@ -27,6 +26,7 @@ void quantize_and_pack_avx2(std::size_t count, const float* y, const Codebook& c
 void unpack_and_dequantize_avx2(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset,
                                 const Codebook& codebook, float* y);
 
+void row_norms_avx512(std::int64_t n, int width, std::int64_t stride, const float* x, float* norms);
 void quantize_to_codes_avx512(int n, const float* y, const Codebook& codebook, std::uint8_t* codes);
 void quantize_and_pack_avx512(std::size_t count, const float* y, const Codebook& codebook, std::uint8_t* out,
                               std::uint64_t bit_offset);

@@ -170,8 +170,8 @@ class GroupCodec {
     if (group.blocks > 1) chunk_.resize(static_cast<std::size_t>(kChunkTokens) * static_cast<std::size_t>(group.size()));
     row_scales_.resize(static_cast<std::size_t>(kChunkTokens));
     codes_.resize(block);
-    signs_.resize(static_cast<std::size_t>(std::max(group.projections, 1)));
-    residual_.resize(block);
+    signs_.resize(static_cast<std::size_t>(kChunkTokens) * static_cast<std::size_t>(std::max(group.projections, 1)));
+    if (group.projections > 0) residual_.resize(static_cast<std::size_t>(kChunkTokens) * block);
   }
 
   // Quantizes rows [first, first + n) (n <= kChunkTokens) of input.source:
@@ -184,9 +184,7 @@ class GroupCodec {
     for (int block = 0; block < group_.blocks; ++block) {
       encode_block_rows(first, n, block, input, sections, bytes, context);
       if (group_.projections > 0) {
-        for (std::int64_t row = 0; row < n; ++row) {
-          encode_residual(first + row, block, rows_.data() + row * B, sections, bytes);
-        }
+        encode_residuals(first, n, block, sections, bytes);
       } else if (group_.blocks > 1) {
         for (std::int64_t row = 0; row < n; ++row) {
           std::copy_n(rows_.data() + row * B, B, chunk_.data() + row * width + block * B);
@@ -245,6 +243,7 @@ class GroupCodec {
     }
     float* norms = row_scales_.data();
     row_norms(n, B, stride, block_rows, norms);
+    bool reciprocals_finite = true;
     for (std::int64_t row = 0; row < n; ++row) {
       const float norm = norms[row];
       const float stored = store_norm(norm, options_.norm, bytes + sections.norms + norm_bytes * slot(first + row, block));
@@ -256,19 +255,29 @@ class GroupCodec {
              context.layer, context.kv_head, first + row, norm, norm_type_name(options_.norm),
              options_.norm == NormType::fp32 ? "" : "; use norm=fp32");
       }
-      // u = x / ||x||, written into the scratch rows (in place when block_rows is rows).
-      const float inverse = norm > 0 ? 1.0f / norm : 0.0f;
+      // norms[row] becomes 1 / ||x|| (0 for a zero block).
+      norms[row] = norm > 0 ? 1.0f / norm : 0.0f;
+      reciprocals_finite = reciprocals_finite && std::isfinite(norms[row]);
+    }
+    const Rotation& rotation = *rotations_[static_cast<std::size_t>(block)];
+    if (reciprocals_finite) {
+      // u = x * (1 / ||x||), rotated: one fused pass for the Hadamard rotation.
+      rotation.forward_scaled(n, block_rows, stride, norms, rows);
+      return;
+    }
+    // A subnormal norm (below 2^-128) has no float reciprocal: x * Inf would be
+    // Inf or NaN. |x_i| <= ||x||, so x_i / ||x|| is finite; such rows divide.
+    for (std::int64_t row = 0; row < n; ++row) {
       const float* in = block_rows + row * stride;
       float* u = rows + row * B;
-      if (std::isfinite(inverse)) {
-        for (int i = 0; i < B; ++i) u[i] = in[i] * inverse;
+      if (std::isfinite(norms[row])) {
+        for (int i = 0; i < B; ++i) u[i] = in[i] * norms[row];
       } else {
-        // A subnormal norm (below 2^-128) has no float reciprocal: x * Inf
-        // would be Inf or NaN. |x_i| <= ||x||, so x_i / ||x|| is finite.
+        const float norm = vector_norm(B, in);
         for (int i = 0; i < B; ++i) u[i] = in[i] / norm;
       }
     }
-    rotations_[static_cast<std::size_t>(block)]->forward(n, rows, rows);
+    rotation.forward(n, rows, rows);
   }
 
   // Finishes block `block` of rows [first, first + n), whose centroids are in
@@ -280,14 +289,16 @@ class GroupCodec {
     const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
     float* rows = rows_.data();
     if (group_.projections > 0) {
+      const auto m = static_cast<std::size_t>(group_.projections);
+      float* residual_norms = row_scales_.data();
       for (std::int64_t row = 0; row < n; ++row) {
         const std::uint64_t at = slot(first + row, block);
-        unpack_codes(static_cast<std::size_t>(group_.projections), bytes + sections.signs,
-                     at * static_cast<std::uint64_t>(group_.projections), 1, signs_.data());
-        const float residual_norm = load_norm(bytes + sections.residual_norms + norm_bytes * at, options_.norm);
-        require_stored_norm(residual_norm, "residual norm", first + row, block);
-        sketches_[static_cast<std::size_t>(block)]->add_estimate(signs_.data(), residual_norm, rows + row * B);
+        unpack_codes(m, bytes + sections.signs, at * m, 1, signs_.data() + static_cast<std::size_t>(row) * m);
+        residual_norms[row] = load_norm(bytes + sections.residual_norms + norm_bytes * at, options_.norm);
+        require_stored_norm(residual_norms[row], "residual norm", first + row, block);
       }
+      // All rows at once: the sketch reads its matrix once for several.
+      sketches_[static_cast<std::size_t>(block)]->add_estimate(n, signs_.data(), residual_norms, rows, B);
     }
     if (options_.norm_correction || options_.debias) {
       float* scales = row_scales_.data();
@@ -306,26 +317,33 @@ class GroupCodec {
         for (int i = 0; i < B; ++i) rows[row * B + i] *= scales[row];
       }
     }
-    rotations_[static_cast<std::size_t>(block)]->inverse(n, rows, rows);
+    float* norms = row_scales_.data();
+    for (std::int64_t row = 0; row < n; ++row) {
+      norms[row] = load_norm(bytes + sections.norms + norm_bytes * slot(first + row, block), options_.norm);
+      require_stored_norm(norms[row], "norm", first + row, block);
+    }
+    // Rotated back and times the norm in one pass, straight into out when
+    // the block's channels are contiguous.
     const int* channels = block_channels(block);
     const bool contiguous = is_contiguous(channels);
-    for (std::int64_t row = 0; row < n; ++row) {
-      const std::size_t at = slot(first + row, block);
-      const float norm = load_norm(bytes + sections.norms + norm_bytes * at, options_.norm);
-      require_stored_norm(norm, "norm", first + row, block);
-      float* direction = rows + row * B;
-      for (int i = 0; i < B; ++i) direction[i] *= norm;
+    float* decoded = contiguous ? out + first * dim + channels[0] : rows;
+    const std::int64_t stride = contiguous ? dim : B;
+    if (!rotations_[static_cast<std::size_t>(block)]->inverse_scaled(n, rows, norms, decoded, stride)) {
       // Stored norms are finite, but a norm near the type's largest value
       // times a direction longer than 1 (debias, QJL) can still overflow.
-      if (first_non_finite(B, direction) >= 0) {
-        fail_corrupt(options_.spec(), context_,
-                     fmt::format("token {}, block {} (stored norm {}) decodes beyond float range", first + row, block,
-                                 norm));
+      for (std::int64_t row = 0; row < n; ++row) {
+        if (first_non_finite(B, decoded + row * stride) >= 0) {
+          fail_corrupt(options_.spec(), context_,
+                       fmt::format("token {}, block {} (stored norm {}) decodes beyond float range", first + row,
+                                   block, norms[row]));
+        }
       }
+    }
+    for (std::int64_t row = 0; row < n; ++row) {
+      const std::size_t at = slot(first + row, block);
       float* target = out + (first + row) * dim;
-      if (contiguous) {
-        std::copy_n(direction, B, target + channels[0]);
-      } else {
+      if (!contiguous) {
+        const float* direction = rows + row * B;
         for (int i = 0; i < B; ++i) target[channels[i]] = direction[i];
       }
       if (options_.center == CenterMode::block) {
@@ -395,25 +413,49 @@ class GroupCodec {
     }
   }
 
-  // Codes, QJL signs and residual norm of one rotated direction y (B floats).
-  void encode_residual(std::int64_t token, int block, const float* y, const GroupSections& sections,
-                       std::uint8_t* bytes) {
+  // Codes, QJL signs and residual norms of block `block` of rows [first,
+  // first + n), whose rotated directions are in rows_ (n x B).
+  void encode_residuals(std::int64_t first, std::int64_t n, int block, const GroupSections& sections,
+                        std::uint8_t* bytes) {
     const int B = group_.block;
+    const auto m = static_cast<std::size_t>(group_.projections);
     const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
-    const std::uint64_t at = slot(token, block);
-    if (group_.mse_bits > 0) {
-      quantize_to_codes(B, y, *codebook_, codes_.data());
-      pack_codes(static_cast<std::size_t>(B), codes_.data(), group_.mse_bits, bytes + sections.codes,
-                 code_bit(token, block));
+    float* residuals = residual_.data();
+    if (group_.mse_bits > 0 && group_.blocks == 1) {
+      // One block per token: the rows' codes are one contiguous run of the
+      // stream. The kernels give the codes quantize_to_codes gives and the
+      // centroids they stand for, so the residuals below are the per-row
+      // loop's, bit for bit.
+      const auto count = static_cast<std::size_t>(n * B);
+      quantize_and_pack(count, rows_.data(), *codebook_, bytes + sections.codes, code_bit(first, 0));
+      unpack_and_dequantize(count, bytes + sections.codes, code_bit(first, 0), *codebook_, residuals);
+      for (std::size_t i = 0; i < count; ++i) residuals[i] = rows_[i] - residuals[i];
+    } else {
+      for (std::int64_t row = 0; row < n; ++row) {
+        const float* y = rows_.data() + row * B;
+        float* residual = residuals + row * B;
+        if (group_.mse_bits > 0) {
+          quantize_to_codes(B, y, *codebook_, codes_.data());
+          pack_codes(static_cast<std::size_t>(B), codes_.data(), group_.mse_bits, bytes + sections.codes,
+                     code_bit(first + row, block));
+          for (int i = 0; i < B; ++i) residual[i] = y[i] - codebook_->centroids_f[codes_[static_cast<std::size_t>(i)]];
+        } else {
+          for (int i = 0; i < B; ++i) residual[i] = y[i] - 0.0f;
+        }
+      }
     }
-    for (int i = 0; i < B; ++i) {
-      const float centroid = group_.mse_bits > 0 ? codebook_->centroids_f[codes_[static_cast<std::size_t>(i)]] : 0.0f;
-      residual_[static_cast<std::size_t>(i)] = y[i] - centroid;
+    float* residual_norms = row_scales_.data();
+    row_norms(n, B, B, residuals, residual_norms);  // vector_norm's bits, in SIMD
+    for (std::int64_t row = 0; row < n; ++row) {
+      store_norm(residual_norms[row], options_.norm,
+                 bytes + sections.residual_norms + norm_bytes * slot(first + row, block));
     }
-    store_norm(vector_norm(B, residual_.data()), options_.norm, bytes + sections.residual_norms + norm_bytes * at);
-    sketches_[static_cast<std::size_t>(block)]->sketch(residual_.data(), signs_.data());
-    pack_codes(static_cast<std::size_t>(group_.projections), signs_.data(), 1, bytes + sections.signs,
-               at * static_cast<std::uint64_t>(group_.projections));
+    // All rows at once: the sketch reads its matrix once for several.
+    sketches_[static_cast<std::size_t>(block)]->sketch(n, residuals, residual_norms, signs_.data());
+    for (std::int64_t row = 0; row < n; ++row) {
+      pack_codes(m, signs_.data() + static_cast<std::size_t>(row) * m, 1, bytes + sections.signs,
+                 slot(first + row, block) * static_cast<std::uint64_t>(m));
+    }
   }
 
   const TqOptions& options_;
@@ -426,8 +468,8 @@ class GroupCodec {
   std::vector<float> rows_;        // kChunkTokens x B: one block's directions being rotated
   std::vector<float> chunk_;       // kChunkTokens x G (blocks > 1): every block's rotated directions, by row
   std::vector<float> row_scales_;  // kChunkTokens: norms, or decode's per-row scales
-  std::vector<std::uint8_t> codes_, signs_;
-  std::vector<float> residual_;
+  std::vector<std::uint8_t> codes_, signs_;  // B codes; kChunkTokens x m QJL signs
+  std::vector<float> residual_;    // kChunkTokens x B (QJL): y minus its centroids
 };
 
 // debias divides by alpha = E<Q(u), u>, which is exact for a Haar-rotated u
