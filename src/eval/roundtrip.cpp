@@ -113,9 +113,9 @@ class StreamedRoundtrip {
     }
     const auto out_base = static_cast<std::uint64_t>(slab_base(plan_.axes, state.out_strides, item.seq, item.head));
     if (state.out_contiguous) {
-      writer_.write(state.output, out_base * element_size, std::span(buffers.stored.data(), slab_bytes));
+      writer_.write(state.output, out_base * element_size, buffers.out);
     } else {
-      scatter_into_buffer(state, out_base, element_size, buffers.stored.data());
+      scatter_into_buffer(state, out_base, element_size, buffers.out.data());
     }
     const int layer = dump_.layers()[static_cast<std::size_t>(tensor.layer_index)].layer;
     if (--layers_left_[static_cast<std::size_t>(tensor.layer_index)] == 0) {

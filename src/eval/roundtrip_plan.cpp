@@ -1,6 +1,7 @@
 #include "eval/roundtrip_plan.h"
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 
 #include "core/dtype.h"
@@ -131,6 +132,37 @@ RoundtripTensorResult roundtrip_result_header(const RoundtripPlan& plan, const Q
   return result;
 }
 
+namespace {
+
+// Sums of (x - y)^2 and x^2 over n values, in kLanes interleaved partial sums added up
+// at the end: a fixed order (the same bits on every run), and no chain of dependent adds.
+constexpr std::size_t kLanes = 8;
+
+void add_error_sums(std::size_t n, const float* x, const float* y, SlabOutcome& outcome) {
+  double error[kLanes] = {}, energy[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (std::size_t lane = 0; lane < kLanes; ++lane) {
+      const double value = x[i + lane];
+      const double difference = value - static_cast<double>(y[i + lane]);
+      error[lane] += difference * difference;
+      energy[lane] += value * value;
+    }
+  }
+  for (; i < n; ++i) {
+    const double value = x[i];
+    const double difference = value - static_cast<double>(y[i]);
+    error[0] += difference * difference;
+    energy[0] += value * value;
+  }
+  for (std::size_t lane = 0; lane < kLanes; ++lane) {
+    outcome.squared_error += error[lane];
+    outcome.energy += energy[lane];
+  }
+}
+
+}  // namespace
+
 SlabOutcome roundtrip_slab(const RoundtripPlan& plan, const QuantizedTensor& tensor, int seq, int head,
                            std::uint64_t seed, SlabBuffers& buffers) {
   const KvDump& dump = *plan.dump;
@@ -139,27 +171,47 @@ SlabOutcome roundtrip_slab(const RoundtripPlan& plan, const QuantizedTensor& ten
   const auto dim = static_cast<std::size_t>(slab_dim(dump, where));
   const std::size_t slab_size = static_cast<std::size_t>(slab_tokens(dump, where)) * dim;
   const std::size_t element_size = dtype_size(view.dtype);
-  read_slab(dump, where, buffers.input);
+  // Little-endian f32 slabs that are one aligned run of the input are quantized where they
+  // lie (in the mapping); every other slab is read (converted) into `input` first.
+  const float* x = nullptr;
+  if (view.dtype == DType::f32 && !view.big_endian && slab_size > 0 &&
+      slab_is_contiguous(plan.axes, view.strides, static_cast<int>(dim))) {
+    const std::byte* at = view.data + slab_base(plan.axes, view.strides, seq, head) * 4;
+    if (reinterpret_cast<std::uintptr_t>(at) % alignof(float) == 0) x = reinterpret_cast<const float*>(at);
+  }
+  if (x == nullptr) {
+    read_slab(dump, where, buffers.input);
+    x = buffers.input.data();
+  }
   buffers.decoded.resize(slab_size);
-  buffers.stored.resize(slab_size * element_size);
 
   SlabOutcome outcome;
-  outcome.encoded_bytes = fake_quantize(dump, where, *tensor.quantizer, seed, buffers.input.data(),
-                                        buffers.decoded.data());
-  const float* x = buffers.input.data();
-  const float* decoded = buffers.decoded.data();
-  std::byte* stored = buffers.stored.data();
-  // The error is measured on what the file will hold, after rounding to its dtype.
-  for (std::size_t i = 0; i < slab_size; ++i) {
-    const float value = store_element(decoded[i], view.dtype, stored + i * element_size);
-    if (!std::isfinite(value)) {
+  outcome.encoded_bytes = fake_quantize(dump, where, *tensor.quantizer, seed, x, buffers.decoded.data());
+  float* decoded = buffers.decoded.data();
+  if (view.dtype == DType::f32) {
+    // The decoded floats are what the file holds: no conversion, no copy.
+    buffers.out = std::as_bytes(std::span<const float>(decoded, slab_size));
+    add_error_sums(slab_size, x, decoded, outcome);
+  } else {
+    // The error is measured on what the file will hold, after rounding to its dtype.
+    buffers.stored.resize(slab_size * element_size);
+    buffers.rounded.resize(slab_size);
+    std::byte* stored = buffers.stored.data();
+    for (std::size_t i = 0; i < slab_size; ++i) {
+      buffers.rounded[i] = store_element(decoded[i], view.dtype, stored + i * element_size);
+    }
+    buffers.out = std::span<const std::byte>(stored, slab_size * element_size);
+    add_error_sums(slab_size, x, buffers.rounded.data(), outcome);
+  }
+  // x is finite (quantizers refuse anything else), so a stored Inf or NaN shows in the sum.
+  if (!std::isfinite(outcome.squared_error)) {
+    std::byte scratch[8];
+    for (std::size_t i = 0; i < slab_size; ++i) {
+      if (std::isfinite(store_element(decoded[i], view.dtype, scratch))) continue;
       fail("'{}': tensor '{}', sequence {}, head {}: '{}' decodes token {}, channel {} to {}, which {} cannot hold",
            dump.file().path(), printable(view.name), seq, head, tensor.quantizer->spec_for_dim(static_cast<int>(dim)),
            i / dim, i % dim, decoded[i], dtype_name(view.dtype));
     }
-    const double difference = static_cast<double>(x[i]) - value;
-    outcome.squared_error += difference * difference;
-    outcome.energy += static_cast<double>(x[i]) * x[i];
   }
   return outcome;
 }

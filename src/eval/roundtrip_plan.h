@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,12 +61,15 @@ struct SlabOutcome {
 
 /// A worker's buffers for roundtrip_slab (reused from slab to slab).
 struct SlabBuffers {
-  std::vector<float> input, decoded;
-  std::vector<std::byte> stored;  ///< tokens * dim elements of the tensor's dtype, [token][dim]
+  std::vector<float> input, decoded, rounded;  ///< tokens * dim floats; rounded: decoded as stored
+  std::vector<std::byte> stored;
+  /// After roundtrip_slab: the slab as the file holds it, tokens * dim elements of the
+  /// tensor's dtype, [token][dim] (the bytes of `decoded` for f32, else `stored`).
+  std::span<const std::byte> out;
 };
 
 /// Fake-quantizes slab (seq, head) of `tensor` and leaves the decoded values,
-/// rounded to the tensor's dtype, in buffers.stored ([token][dim], that dtype).
+/// rounded to the tensor's dtype, in buffers.out ([token][dim], that dtype).
 /// Throws InputError naming the file, tensor, sequence and head when a decoded
 /// value does not fit the dtype (or the quantizer refuses the input).
 SlabOutcome roundtrip_slab(const RoundtripPlan& plan, const QuantizedTensor& tensor, int seq, int head,

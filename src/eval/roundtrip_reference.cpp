@@ -51,7 +51,7 @@ RoundtripReport run_roundtrip_reference(const std::string& input_path, const std
         result.encoded_bytes += outcome.encoded_bytes;
         result.squared_error += outcome.squared_error;
         result.energy += outcome.energy;
-        scatter_slab(tokens, dim, element_size, buffers.stored.data(), slab_base(plan.axes, strides, seq, head),
+        scatter_slab(tokens, dim, element_size, buffers.out.data(), slab_base(plan.axes, strides, seq, head),
                      strides[static_cast<std::size_t>(plan.axes.token_axis)],
                      strides[static_cast<std::size_t>(plan.axes.dim_axis)], out.data());
       }
