@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 
 #include "core/dtype.h"
@@ -136,28 +137,34 @@ namespace {
 
 // Sums of (x - y)^2 and x^2 over n values, in kLanes interleaved partial sums added up
 // at the end: a fixed order (the same bits on every run), and no chain of dependent adds.
+// Written with GCC vector types so that it runs in SIMD registers on any x86-64 build.
 constexpr std::size_t kLanes = 8;
+using Floats4 = float __attribute__((vector_size(16)));
+using Doubles4 = double __attribute__((vector_size(32)));
 
 void add_error_sums(std::size_t n, const float* x, const float* y, SlabOutcome& outcome) {
-  double error[kLanes] = {}, energy[kLanes] = {};
+  Doubles4 error[2] = {}, energy[2] = {};  // lanes 0-3 and 4-7
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (std::size_t lane = 0; lane < kLanes; ++lane) {
-      const double value = x[i + lane];
-      const double difference = value - static_cast<double>(y[i + lane]);
-      error[lane] += difference * difference;
-      energy[lane] += value * value;
+    for (std::size_t half = 0; half < 2; ++half) {
+      Floats4 x4, y4;
+      std::memcpy(&x4, x + i + 4 * half, sizeof(x4));
+      std::memcpy(&y4, y + i + 4 * half, sizeof(y4));
+      const Doubles4 value = __builtin_convertvector(x4, Doubles4);
+      const Doubles4 difference = value - __builtin_convertvector(y4, Doubles4);
+      error[half] += difference * difference;
+      energy[half] += value * value;
     }
   }
   for (; i < n; ++i) {
     const double value = x[i];
     const double difference = value - static_cast<double>(y[i]);
-    error[0] += difference * difference;
-    energy[0] += value * value;
+    error[0][0] += difference * difference;
+    energy[0][0] += value * value;
   }
   for (std::size_t lane = 0; lane < kLanes; ++lane) {
-    outcome.squared_error += error[lane];
-    outcome.energy += energy[lane];
+    outcome.squared_error += error[lane / 4][lane % 4];
+    outcome.energy += energy[lane / 4][lane % 4];
   }
 }
 
