@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     --repeat) repeat=$2; shift 2 ;;
     --no-1g) big=0; shift ;;
     --dir) dir=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_roundtrip.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
