@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "io/kv_dump.h"
 #include "io/tensor_file.h"
 #include "io_test_util.h"
+#include "test_support.h"
 #include "quant/registry.h"
 
 namespace tqlab {
@@ -430,6 +432,106 @@ TEST(RoundtripTest, NonFiniteInputAndOverflowingOutputNameTheTensor) {
 }
 
 // ---------------------------------------------------------------- layer lists
+
+// ---------------------------------------------------------------- streaming
+
+// The streamed writer (any thread count) writes the bytes the in-memory reference writes, and
+// reports the same figures, for layouts whose slabs are runs of the output and for those that
+// are not, with layers left out (copied), queries, several slabs per layer and copied tensors
+// of other dtypes.
+TEST(RoundtripTest, StreamedOutputEqualsTheReferenceForEveryThreadCount) {
+  struct Case {
+    std::string layout;
+    std::vector<std::int64_t> key_shape, query_shape;
+    std::string keys, values, queries;
+  };
+  const Case cases[] = {
+      {"head token dim", {3, 40, 32}, {6, 40, 32}, "tq:b=4", "tq:b=3,qjl=prod", "q4_0"},
+      {"seq head token dim", {2, 3, 33, 32}, {2, 3, 33, 32}, "kivi:b=2", "fp8_e4m3", "tq:b=3"},
+      {"token head dim", {40, 3, 32}, {40, 6, 32}, "tq:b=4", "q4_0", "kivi:b=4"},
+      {"dim token head", {32, 40, 3}, {32, 40, 6}, "tq:b=2", "tq:b=4", "fp8_e5m2"},
+  };
+  for (const Case& test : cases) {
+    SCOPED_TRACE(test.layout);
+    ScratchDir scratch;
+    std::vector<InputTensor> input;
+    for (int layer = 0; layer < 3; ++layer) {
+      const std::string prefix = "layers." + std::to_string(layer);
+      const auto seed = static_cast<std::uint64_t>(10 * layer);
+      input.push_back(random_tensor(prefix + ".k", layer == 1 ? DType::f16 : DType::f32, test.key_shape, seed + 1));
+      input.push_back(random_tensor(prefix + ".v", layer == 2 ? DType::bf16 : DType::f32, test.key_shape, seed + 2));
+      input.push_back(random_tensor(prefix + ".q", DType::f32, test.query_shape, seed + 3));
+      input.push_back(random_tensor(prefix + ".other", DType::f64, {7, 3}, seed + 4));
+    }
+    write_input(scratch.file("in.safetensors"), input, {{"layout", test.layout}});
+    for (const char* extension : {".safetensors", ".npz"}) {
+      SCOPED_TRACE(extension);
+      RoundtripOptions options;
+      options.key_spec = test.keys;
+      options.value_spec = test.values;
+      options.query_spec = test.queries;
+      options.layers = std::vector<int>{0, 2};
+      options.seed = 9;
+      const std::string expected = scratch.file(std::string("expected") + extension);
+      const RoundtripReport reference = run_roundtrip_reference(scratch.file("in.safetensors"), expected, options);
+      ASSERT_EQ(reference.tensors.size(), 6u);
+      for (const int threads : {1, 2, 4}) {
+        SCOPED_TRACE(threads);
+        options.threads = threads;
+        std::size_t last_done = 0, calls = 0;
+        std::mutex progress_mutex;
+        options.on_progress = [&](std::size_t done, std::size_t total, int) {
+          const std::lock_guard<std::mutex> lock(progress_mutex);
+          ++calls;
+          last_done = std::max(last_done, done);
+          EXPECT_LE(done, total);
+        };
+        const std::string streamed = scratch.file(std::string("streamed") + extension);
+        const RoundtripReport report = run_roundtrip(scratch.file("in.safetensors"), streamed, options);
+        EXPECT_EQ(read_bytes(streamed), read_bytes(expected));
+        EXPECT_EQ(last_done, calls);
+        EXPECT_EQ(report.layout, reference.layout);
+        EXPECT_EQ(report.copied_tensors, reference.copied_tensors);
+        ASSERT_EQ(report.tensors.size(), reference.tensors.size());
+        for (std::size_t i = 0; i < report.tensors.size(); ++i) {
+          EXPECT_EQ(report.tensors[i].name, reference.tensors[i].name);
+          EXPECT_EQ(report.tensors[i].spec, reference.tensors[i].spec);
+          EXPECT_EQ(report.tensors[i].encoded_bytes, reference.tensors[i].encoded_bytes);
+          EXPECT_EQ(report.tensors[i].squared_error, reference.tensors[i].squared_error);
+          EXPECT_EQ(report.tensors[i].energy, reference.tensors[i].energy);
+        }
+      }
+    }
+  }
+}
+
+TEST(RoundtripTest, StreamedErrorIsTheFirstSlabsAndLeavesNoFile) {
+  // Values that overflow f16 once decoded, in several heads: with any thread count the error
+  // names the first such slab (in file order), as the one-thread reference does, and no
+  // output or temporary file stays behind.
+  ScratchDir scratch;
+  InputTensor keys = random_tensor("layers.0.k", DType::f16, {4, 16, 32}, 3);
+  for (int head : {1, 3}) keys.values[static_cast<std::size_t>(head * 16 * 32 + 5)] = 65504.0f;
+  const InputTensor values = random_tensor("layers.0.v", DType::f16, {4, 16, 32}, 4);
+  write_input(scratch.file("in.safetensors"), {keys, values});
+  RoundtripOptions options;
+  options.key_spec = "q8_0";  // 65504 decodes to 65532, which f16 cannot hold (see below)
+  options.value_spec = "q8_0";
+  const std::string reference_error = tqlab::testing::input_error_message(
+      [&] { run_roundtrip_reference(scratch.file("in.safetensors"), scratch.file("ref.npz"), options); });
+  ASSERT_NE(reference_error.find("head 1"), std::string::npos) << reference_error;
+  for (const int threads : {1, 2, 4}) {
+    options.threads = threads;
+    EXPECT_EQ(tqlab::testing::input_error_message(
+                  [&] { run_roundtrip(scratch.file("in.safetensors"), scratch.file("out.npz"), options); }),
+              reference_error);
+  }
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(scratch.file("in.safetensors")).parent_path())) {
+    left.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(left, std::vector<std::string>{"in.safetensors"});
+}
 
 TEST(LayerListTest, ParsesNumbersAndRanges) {
   EXPECT_EQ(parse_layer_list("all"), std::nullopt);

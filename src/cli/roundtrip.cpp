@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
+#include "cli/progress_line.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/text.h"
@@ -21,6 +22,7 @@ struct RoundtripCommandOptions {
   std::string input;
   std::string output;
   std::string layers = "all";
+  bool quiet = false;
   RoundtripOptions roundtrip;
 };
 
@@ -45,8 +47,17 @@ void print_table(const RoundtripReport& report) {
 
 int run_roundtrip_command(RoundtripCommandOptions& options) {
   options.roundtrip.layers = parse_layer_list(options.layers);
+  if (options.roundtrip.threads < 0) {
+    fail("roundtrip: --threads {} is negative; give a count, or 0 for every core", options.roundtrip.threads);
+  }
+  ProgressLine progress("roundtrip", !options.quiet);
+  options.roundtrip.on_progress = [&](std::size_t done, std::size_t total, int layer) {
+    progress.update(done, total, fmt::format("layer {}", layer));
+  };
   const RoundtripReport report = run_roundtrip(options.input, options.output, options.roundtrip);
+  progress.finish();
   print_table(report);
+  if (options.quiet) return kExitOk;
   log::info("wrote {}: {} tensors fake-quantized, {} copied unchanged (layout \"{}\", seed {})", options.output,
             report.tensors.size(), report.copied_tensors, report.layout, options.roundtrip.seed);
   return kExitOk;
@@ -57,6 +68,7 @@ int run_roundtrip_command(RoundtripCommandOptions& options) {
 void setup_roundtrip(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<RoundtripCommandOptions>();
   RoundtripOptions& roundtrip = options->roundtrip;
+  roundtrip.threads = 0;
   auto* command = app.add_subcommand(
       "roundtrip",
       "Write the fake-quantized tensors of a KV dump (quantize -> pack -> unpack -> dequantize) with the same\n"
@@ -86,6 +98,10 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
   command->add_option("--layers", options->layers, "Layers to quantize: all, or e.g. 0,2,5-7 (others are copied)")
       ->capture_default_str();
   add_seed_option(*command, roundtrip.seed, "Seed of every rotation and projection");
+  command->add_option("--threads", roundtrip.threads,
+                      "Worker threads (0: every core this process may use); the output is the same for any count")
+      ->capture_default_str();
+  command->add_flag("--quiet", options->quiet, "No progress line and no informational messages");
   command->add_flag("--bf16", roundtrip.raw16_as_bf16,
                     "Read npy '<u2' (otherwise u16) and '|V2' as bfloat16 bits (.npz output writes them as '<u2')");
   command->callback([options, &exit_code] { exit_code = run_roundtrip_command(*options); });

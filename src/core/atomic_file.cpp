@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +36,23 @@ void AtomicFileWriter::write(std::span<const std::byte> bytes) {
     fail("cannot write '{}': {}", path_, std::strerror(errno));
   }
   position_ += bytes.size();
+}
+
+void AtomicFileWriter::write_at(std::uint64_t offset, std::span<const std::byte> bytes) const {
+  const int fd = ::fileno(file_);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    // pwrite may write less than asked (signals, limits of one call): go on from where it stopped.
+    const ssize_t wrote = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) fail("cannot write '{}': {}", path_, std::strerror(wrote < 0 ? errno : ENOSPC));
+    done += static_cast<std::size_t>(wrote);
+  }
+}
+
+void AtomicFileWriter::start_writeback(std::uint64_t offset, std::uint64_t length) const {
+  // Only a hint: a file system that cannot do it still gets everything written by commit()'s fsync.
+  ::sync_file_range(::fileno(file_), static_cast<off_t>(offset), static_cast<off_t>(length), SYNC_FILE_RANGE_WRITE);
 }
 
 void AtomicFileWriter::write(std::string_view text) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <span>
 #include <string>
@@ -22,6 +23,12 @@ class AtomicFileWriter {
 
   void write(std::span<const std::byte> bytes);
   void write(std::string_view text);
+  /// Writes `bytes` at byte `offset` of the file (pwrite): safe from several
+  /// threads at once; does not move position().
+  void write_at(std::uint64_t offset, std::span<const std::byte> bytes) const;
+  /// Asks the kernel to start writing [offset, offset + length) to disk now
+  /// (sync_file_range, no waiting), so that commit()'s fsync has less left to do.
+  void start_writeback(std::uint64_t offset, std::uint64_t length) const;
   /// Bytes written so far.
   std::size_t position() const { return position_; }
   /// Flushes, syncs and renames the temporary file to the target.

@@ -1,154 +1,205 @@
+// The streamed roundtrip: the output's header goes out first, slabs are
+// fake-quantized on the workers and written at their final offsets, the
+// input's pages are given back as soon as they are used. The plain reference
+// is roundtrip_reference.cpp; both share roundtrip_plan.h.
 #include "eval/roundtrip.h"
 
 #include <algorithm>
-#include <cmath>
+#include <atomic>
 #include <cstring>
-#include <filesystem>
 #include <limits>
-#include <map>
 #include <memory>
-#include <span>
+#include <mutex>
 
-#include "core/dtype.h"
-#include "core/error.h"
 #include "core/log.h"
-#include "core/text.h"
+#include "core/parallel.h"
 #include "eval/kv_slab.h"
-#include "quant/registry.h"
-#include "tqlab_version.h"
+#include "eval/roundtrip_plan.h"
+#include "io/tensor_stream_writer.h"
 
 namespace tqlab {
 namespace {
 
-// Above this many quantized values a run takes seconds: report each layer at
-// info level so the user sees it move; below it, only with --verbose.
-constexpr std::int64_t kProgressValues = std::int64_t{1} << 24;
+// Copied tensors go out in pieces of this size, each one's input pages given back after it.
+constexpr std::uint64_t kCopyPieceBytes = std::uint64_t{8} << 20;
 
-// The tensor formats write_tensor_file knows, checked before any work so a
-// typo in -o does not cost a whole run.
-void check_output_path(const std::string& output_path, const TensorFile& input) {
-  const std::filesystem::path path(output_path);
-  const std::string extension = path.extension().string();
-  // A dump has at least keys and values (KvDump refuses one tensor named by
-  // both templates), so a one-tensor .npy could never hold the output.
-  if (extension == ".npy") {
-    fail("'{}': a .npy file holds one tensor, but '{}' has {}; use .npz or .safetensors", output_path,
-         input.path(), input.tensors().size());
-  }
-  if (extension != ".safetensors" && extension != ".npz") {
-    fail("'{}': unknown output format, expected a name ending in .safetensors or .npz", output_path);
-  }
-  const std::filesystem::path directory = path.has_parent_path() ? path.parent_path() : ".";
-  if (!std::filesystem::is_directory(directory)) {
-    fail("'{}': directory '{}' does not exist", output_path, directory.string());
-  }
-}
-
-// Copies one [token][dim] slab of elements (element_size bytes each, packed)
-// to its place in a C-order tensor: element (t, d) goes to
-// base + t * token_stride + d * dim_stride (in elements).
-void scatter_slab(std::int64_t tokens, int dim, std::size_t element_size, const std::byte* slab, std::int64_t base,
-                  std::int64_t token_stride, std::int64_t dim_stride, std::byte* tensor) {
-  const auto row_bytes = static_cast<std::size_t>(dim) * element_size;
-  std::byte* at = tensor + static_cast<std::size_t>(base) * element_size;
-  // "head token dim" and friends: the slab is one run; "token head dim": rows are.
-  if (dim_stride == 1 && token_stride == dim) {
-    std::memcpy(at, slab, static_cast<std::size_t>(tokens) * row_bytes);
-    return;
-  }
-  for (std::int64_t t = 0; t < tokens; ++t) {
-    std::byte* row = at + static_cast<std::size_t>(t * token_stride) * element_size;
-    const std::byte* from = slab + static_cast<std::size_t>(t) * row_bytes;
-    if (dim_stride == 1) {
-      std::memcpy(row, from, row_bytes);
-      continue;
-    }
-    for (int d = 0; d < dim; ++d) {
-      std::memcpy(row + static_cast<std::size_t>(d * dim_stride) * element_size, from + d * element_size,
-                  element_size);
-    }
-  }
-}
-
-// One tensor to quantize: which role it plays in which selected layer.
-struct QuantizedTensor {
-  const TensorView* view = nullptr;
-  Role role = Role::key;
-  int layer_index = 0;
-  const Quantizer* quantizer = nullptr;
+// One unit of work: a (sequence, head) slab of a quantized tensor, or a piece of a copied one.
+struct Item {
+  enum class Kind { slab, copy } kind = Kind::slab;
+  std::size_t tensor = 0;  ///< slab: index into plan.work; copy: index into the file's tensors
+  int seq = 0, head = 0;
+  std::uint64_t offset = 0, size = 0;  ///< copy: bytes of the tensor's data; size 0: the whole tensor, converted
 };
 
-class TensorRoundtrip {
+// What the workers share about one quantized tensor.
+struct TensorState {
+  std::size_t output = 0;                 ///< index among the file's (and output's) tensors
+  int dim = 0, tokens = 0;
+  std::vector<std::int64_t> out_strides;  ///< C order, elements
+  bool out_contiguous = false;            ///< each slab is one run of the output: written straight
+  bool in_contiguous = false;             ///< each slab is one run of the input: released straight
+  // Otherwise the tensor is assembled here and written when its last slab is in.
+  std::unique_ptr<std::vector<std::byte>> buffer;
+  std::unique_ptr<std::atomic<int>> slabs_left;
+};
+
+class StreamedRoundtrip {
  public:
-  TensorRoundtrip(const KvDump& dump, const KvLayout& layout, std::uint64_t seed)
-      : dump_(dump), layout_(layout), seed_(seed) {}
+  StreamedRoundtrip(const RoundtripPlan& plan, const RoundtripOptions& options, TensorStreamWriter& writer)
+      : plan_(plan), options_(options), writer_(writer), dump_(*plan.dump) {}
 
-  // Quantizes every (sequence, head) slab of `tensor` and writes the decoded
-  // values, rounded to the tensor's dtype, into `out` (C order, that dtype).
-  RoundtripTensorResult run(const QuantizedTensor& tensor, std::vector<std::byte>& out) const {
-    const TensorView& view = *tensor.view;
-    const KvLayerShape& shape = dump_.layers()[static_cast<std::size_t>(tensor.layer_index)];
-    const int heads = role_heads(dump_, tensor.layer_index, tensor.role);
-    const int dim = slab_dim(dump_, KvSlab{tensor.role, tensor.layer_index, 0, 0});
-    const std::int64_t tokens = shape.tokens;
-
-    RoundtripTensorResult result;
-    result.name = view.name;
-    result.role = tensor.role;
-    result.layer = shape.layer;
-    result.spec = tensor.quantizer->spec_for_dim(dim);
-    result.dtype = view.dtype;
-    result.shape = view.shape;
-    result.value_count = view.element_count();
-
-    const std::size_t element_size = dtype_size(view.dtype);
-    out.assign(static_cast<std::size_t>(result.value_count) * element_size, std::byte{0});
-    const std::vector<std::int64_t> strides = c_order_strides(view.shape);
-    const auto stride = [&](int axis) { return axis < 0 ? 0 : strides[static_cast<std::size_t>(axis)]; };
-
-    const auto slab_size = static_cast<std::size_t>(tokens * dim);
-    std::vector<float> slab, decoded(slab_size);
-    std::vector<std::byte> stored_slab(slab_size * element_size);
-    for (int seq = 0; seq < shape.seqs; ++seq) {
-      for (int head = 0; head < heads; ++head) {
-        const KvSlab where{tensor.role, tensor.layer_index, seq, head};
-        read_slab(dump_, where, slab);
-        result.encoded_bytes += fake_quantize(dump_, where, *tensor.quantizer, seed_, slab.data(), decoded.data());
-        // The error is measured on what the file will hold, after rounding to its dtype.
-        for (std::size_t i = 0; i < slab_size; ++i) {
-          const float stored = store_element(decoded[i], view.dtype, stored_slab.data() + i * element_size);
-          if (!std::isfinite(stored)) {
-            fail("'{}': tensor '{}', sequence {}, head {}: '{}' decodes token {}, channel {} to {}, which {} "
-                 "cannot hold",
-                 dump_.file().path(), printable(view.name), seq, head, result.spec, i / static_cast<std::size_t>(dim),
-                 i % static_cast<std::size_t>(dim), decoded[i], dtype_name(view.dtype));
-          }
-          const double difference = static_cast<double>(slab[i]) - stored;
-          result.squared_error += difference * difference;
-          result.energy += static_cast<double>(slab[i]) * slab[i];
-        }
-        scatter_slab(tokens, dim, element_size, stored_slab.data(),
-                     seq * stride(layout_.seq_axis) + head * stride(layout_.head_axis), stride(layout_.token_axis),
-                     stride(layout_.dim_axis), out.data());
-      }
-    }
-    return result;
+  RoundtripReport run() {
+    plan_items();
+    const int threads = resolve_thread_count(options_.threads);
+    std::vector<SlabBuffers> buffers(static_cast<std::size_t>(threads));
+    outcomes_.assign(slab_items_, SlabOutcome{});
+    parallel_for(items_.size(), threads, [&](std::size_t item, int worker) {
+      run_item(item, buffers[static_cast<std::size_t>(worker)]);
+    });
+    return report();
   }
 
  private:
-  const KvDump& dump_;
-  const KvLayout& layout_;
-  std::uint64_t seed_;
-};
-
-// Fails fast, before any tensor is read, when a spec cannot take a head dim.
-void check_head_dim(const TensorFile& file, const Quantizer& quantizer, const TensorView& tensor, int dim) {
-  try {
-    quantizer.check_dim(dim);
-  } catch (const InputError& error) {
-    fail("'{}': tensor '{}' {}: {}", file.path(), printable(tensor.name), tensor.shape_string(), error.what());
+  void plan_items() {
+    const TensorView* first = plan_.file->tensors().data();
+    layers_left_ = std::make_unique<std::atomic<int>[]>(dump_.layers().size());
+    for (std::size_t i = 0; i < plan_.work.size(); ++i) {
+      const QuantizedTensor& tensor = plan_.work[i];
+      const KvSlab first_slab{tensor.role, tensor.layer_index, 0, 0};
+      TensorState state;
+      state.output = static_cast<std::size_t>(tensor.view - first);
+      state.dim = slab_dim(dump_, first_slab);
+      state.tokens = slab_tokens(dump_, first_slab);
+      state.out_strides = c_order_strides(tensor.view->shape);
+      state.out_contiguous = slab_is_contiguous(plan_.axes, state.out_strides, state.dim);
+      state.in_contiguous = slab_is_contiguous(plan_.axes, tensor.view->strides, state.dim);
+      const int seqs = dump_.layers()[static_cast<std::size_t>(tensor.layer_index)].seqs;
+      const int heads = role_heads(dump_, tensor.layer_index, tensor.role);
+      state.slabs_left = std::make_unique<std::atomic<int>>(seqs * heads);
+      layers_left_[static_cast<std::size_t>(tensor.layer_index)] += seqs * heads;
+      for (int seq = 0; seq < seqs; ++seq) {
+        for (int head = 0; head < heads; ++head) items_.push_back({Item::Kind::slab, i, seq, head, 0, 0});
+      }
+      states_.push_back(std::move(state));
+    }
+    slab_items_ = items_.size();
+    std::vector<bool> quantized(plan_.file->tensors().size(), false);
+    for (const TensorState& state : states_) quantized[state.output] = true;
+    for (std::size_t i = 0; i < quantized.size(); ++i) {
+      if (quantized[i]) continue;
+      const TensorView& tensor = plan_.file->tensors()[i];
+      if (!tensor.is_c_contiguous() || tensor.big_endian) {
+        items_.push_back({Item::Kind::copy, i, 0, 0, 0, 0});  // converted whole (token ids, masks: small)
+        continue;
+      }
+      for (std::uint64_t offset = 0; offset < tensor.byte_size; offset += kCopyPieceBytes) {
+        items_.push_back({Item::Kind::copy, i, 0, 0, offset, std::min(kCopyPieceBytes, tensor.byte_size - offset)});
+      }
+    }
   }
-}
+
+  void run_item(std::size_t index, SlabBuffers& buffers) {
+    const Item& item = items_[index];
+    if (item.kind == Item::Kind::copy) return copy_piece(item);
+    const QuantizedTensor& tensor = plan_.work[item.tensor];
+    TensorState& state = states_[item.tensor];
+    outcomes_[index] = roundtrip_slab(plan_, tensor, item.seq, item.head, options_.seed, buffers);
+    const std::size_t element_size = dtype_size(tensor.view->dtype);
+    const std::size_t slab_bytes = static_cast<std::size_t>(state.tokens) * static_cast<std::size_t>(state.dim) *
+                                   element_size;
+    if (state.in_contiguous) {
+      const auto base = static_cast<std::uint64_t>(slab_base(plan_.axes, tensor.view->strides, item.seq, item.head));
+      plan_.file->release(*tensor.view, base * element_size, slab_bytes);
+    }
+    const auto out_base = static_cast<std::uint64_t>(slab_base(plan_.axes, state.out_strides, item.seq, item.head));
+    if (state.out_contiguous) {
+      writer_.write(state.output, out_base * element_size, buffers.out);
+    } else {
+      scatter_into_buffer(state, out_base, element_size, buffers.out.data());
+    }
+    const int layer = dump_.layers()[static_cast<std::size_t>(tensor.layer_index)].layer;
+    if (--layers_left_[static_cast<std::size_t>(tensor.layer_index)] == 0) {
+      dump_.release_layer(tensor.layer_index);
+      log::debug("roundtrip: layer {} done", layer);
+    }
+    const std::size_t done = ++slabs_done_;
+    if (options_.on_progress) options_.on_progress(done, slab_items_, layer);
+  }
+
+  // A layout whose slabs are not runs of the output ("token head dim"): the
+  // tensor is assembled in memory, written by whoever brings its last slab.
+  void scatter_into_buffer(TensorState& state, std::uint64_t base, std::size_t element_size, const std::byte* slab) {
+    std::vector<std::byte>* buffer = nullptr;
+    {
+      const std::lock_guard<std::mutex> lock(buffer_mutex_);
+      if (!state.buffer) state.buffer = std::make_unique<std::vector<std::byte>>(writer_.tensor_bytes(state.output));
+      buffer = state.buffer.get();
+    }
+    const std::int64_t token_stride = state.out_strides[static_cast<std::size_t>(plan_.axes.token_axis)];
+    const std::int64_t dim_stride = state.out_strides[static_cast<std::size_t>(plan_.axes.dim_axis)];
+    const std::size_t row_bytes = static_cast<std::size_t>(state.dim) * element_size;
+    for (int t = 0; t < state.tokens; ++t) {
+      std::byte* row = buffer->data() + (base + static_cast<std::uint64_t>(t * token_stride)) * element_size;
+      const std::byte* from = slab + static_cast<std::size_t>(t) * row_bytes;
+      if (dim_stride == 1) {
+        std::memcpy(row, from, row_bytes);
+        continue;
+      }
+      for (int d = 0; d < state.dim; ++d) {
+        std::memcpy(row + static_cast<std::size_t>(d * dim_stride) * element_size, from + d * element_size,
+                    element_size);
+      }
+    }
+    if (--*state.slabs_left > 0) return;
+    writer_.write(state.output, 0, *buffer);
+    const std::lock_guard<std::mutex> lock(buffer_mutex_);
+    state.buffer.reset();
+  }
+
+  void copy_piece(const Item& item) {
+    const TensorView& tensor = plan_.file->tensors()[item.tensor];
+    if (item.size == 0) {
+      writer_.write(item.tensor, 0, read_all_bytes(tensor));
+      return;
+    }
+    writer_.write(item.tensor, item.offset, std::span(tensor.data + item.offset, item.size));
+    plan_.file->release(tensor, item.offset, item.size);
+  }
+
+  RoundtripReport report() const {
+    RoundtripReport report;
+    report.layout = plan_.layout;
+    std::vector<std::size_t> order(plan_.work.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    // The report lists quantized tensors in file order; the sums run in slab order.
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return states_[a].output < states_[b].output; });
+    for (const std::size_t i : order) {
+      RoundtripTensorResult result = roundtrip_result_header(plan_, plan_.work[i]);
+      for (std::size_t item = 0; item < slab_items_; ++item) {
+        if (items_[item].tensor != i) continue;
+        result.encoded_bytes += outcomes_[item].encoded_bytes;
+        result.squared_error += outcomes_[item].squared_error;
+        result.energy += outcomes_[item].energy;
+      }
+      report.tensors.push_back(std::move(result));
+    }
+    report.copied_tensors = static_cast<int>(plan_.file->tensors().size() - plan_.work.size());
+    return report;
+  }
+
+  const RoundtripPlan& plan_;
+  const RoundtripOptions& options_;
+  TensorStreamWriter& writer_;
+  const KvDump& dump_;
+  std::vector<Item> items_;
+  std::size_t slab_items_ = 0;  ///< items_[0, slab_items_) are slabs, the rest copies
+  std::vector<TensorState> states_;
+  std::vector<SlabOutcome> outcomes_;
+  std::unique_ptr<std::atomic<int>[]> layers_left_;
+  std::atomic<std::size_t> slabs_done_{0};
+  std::mutex buffer_mutex_;
+};
 
 }  // namespace
 
@@ -163,105 +214,11 @@ double RoundtripTensorResult::relative_mse() const {
 
 RoundtripReport run_roundtrip(const std::string& input_path, const std::string& output_path,
                               const RoundtripOptions& options) {
-  // Specs first: a typo should cost nothing, not even opening the file.
-  const std::unique_ptr<Quantizer> key_quantizer = make_quantizer(options.key_spec);
-  const std::unique_ptr<Quantizer> value_quantizer = make_quantizer(options.value_spec);
-  std::unique_ptr<Quantizer> query_quantizer;
-  if (!options.query_spec.empty()) query_quantizer = make_quantizer(options.query_spec);
-
-  OpenOptions open_options;
-  open_options.raw16_as_bf16 = options.raw16_as_bf16;
-  const std::unique_ptr<TensorFile> file = TensorFile::open(input_path, open_options);
-  check_output_path(output_path, *file);
-
-  RoundtripReport report;
-  const ResolvedKvLayout resolved = resolve_kv_layout(*file, options.layout, "--layout");
-  report.layout = resolved.layout;
-  KvDumpSpec data;
-  data.keys = options.keys;
-  data.values = options.values;
-  // Without a query spec the queries are copied like any other tensor, so
-  // their names and shapes are none of the dump's business.
-  data.queries = query_quantizer ? options.queries : "";
-  data.queries_required = query_quantizer != nullptr;
-  data.layout = report.layout;
-  data.layout_assumed = resolved.source == ResolvedKvLayout::Source::assumed;
-  data.layers = options.layers;
-  const KvDump dump(*file, data);
-  const KvLayout layout = parse_kv_layout(report.layout);
-
-  std::vector<QuantizedTensor> work;
-  std::int64_t work_values = 0;
-  for (std::size_t i = 0; i < dump.layers().size(); ++i) {
-    const KvLayerShape& shape = dump.layers()[i];
-    const int layer_index = static_cast<int>(i);
-    const auto add = [&](const std::string& name_template, Role role, const Quantizer& quantizer, int dim) {
-      const TensorView& tensor = file->get(layer_tensor_name(name_template, shape.layer));
-      check_head_dim(*file, quantizer, tensor, dim);
-      work.push_back({&tensor, role, layer_index, &quantizer});
-      work_values += tensor.element_count();
-    };
-    add(data.keys, Role::key, *key_quantizer, shape.key_dim);
-    add(data.values, Role::value, *value_quantizer, shape.value_dim);
-    if (query_quantizer) add(data.queries, Role::query, *query_quantizer, shape.key_dim);
-  }
-  // One tensor named by two templates would be quantized twice and written twice.
-  for (std::size_t i = 0; i < work.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (work[i].view == work[j].view) {
-        fail("'{}': tensor '{}' is named by two templates (keys '{}', values '{}', queries '{}')", file->path(),
-             printable(work[i].view->name), data.keys, data.values, data.queries);
-      }
-    }
-  }
-
-  // Layer by layer, so each layer's pages can be given back when it is done.
-  const bool show_progress = work_values >= kProgressValues;
-  const TensorRoundtrip roundtrip(dump, layout, options.seed);
-  std::map<const TensorView*, std::vector<std::byte>> written;
-  std::map<const TensorView*, RoundtripTensorResult> results;
-  for (std::size_t i = 0; i < work.size(); ++i) {
-    const QuantizedTensor& tensor = work[i];
-    results[tensor.view] = roundtrip.run(tensor, written[tensor.view]);
-    const bool layer_done = i + 1 == work.size() || work[i + 1].layer_index != tensor.layer_index;
-    if (!layer_done) continue;
-    dump.release_layer(tensor.layer_index);
-    const std::string message = fmt::format("roundtrip: layer {} done ({} of {})",
-                                            dump.layers()[static_cast<std::size_t>(tensor.layer_index)].layer,
-                                            tensor.layer_index + 1, dump.layers().size());
-    log::write(show_progress ? log::Level::info : log::Level::debug, message);
-  }
-
-  std::vector<TensorToWrite> outputs;
-  std::vector<std::vector<std::byte>> copies;  // tensors the writer cannot take straight from the input
-  copies.reserve(file->tensors().size());
-  for (const TensorView& tensor : file->tensors()) {
-    TensorToWrite output{tensor.name, tensor.dtype, tensor.shape, {}};
-    if (const auto found = written.find(&tensor); found != written.end()) {
-      output.bytes = found->second;
-      report.tensors.push_back(results.at(&tensor));
-    } else {
-      ++report.copied_tensors;
-      if (tensor.is_c_contiguous() && !tensor.big_endian) {
-        output.bytes = std::span<const std::byte>(tensor.data, tensor.byte_size);
-      } else {
-        copies.push_back(read_all_bytes(tensor));
-        output.bytes = copies.back();
-      }
-    }
-    outputs.push_back(output);
-  }
-
-  std::map<std::string, std::string> metadata = file->metadata();
-  metadata["tqlab.version"] = TQLAB_VERSION;
-  metadata["tqlab.git_commit"] = TQLAB_GIT_COMMIT;
-  metadata["tqlab.roundtrip.k"] = key_quantizer->spec();
-  metadata["tqlab.roundtrip.v"] = value_quantizer->spec();
-  if (query_quantizer) metadata["tqlab.roundtrip.q"] = query_quantizer->spec();
-  else metadata.erase("tqlab.roundtrip.q");  // a second roundtrip must not inherit the first one's
-  metadata["tqlab.roundtrip.seed"] = std::to_string(options.seed);
-  metadata["tqlab.roundtrip.layout"] = report.layout;
-  write_tensor_file(output_path, outputs, metadata);
+  const RoundtripPlan plan = plan_roundtrip(input_path, output_path, options);
+  // Every name, dtype and shape is known: the header goes out before any work.
+  TensorStreamWriter writer(output_path, roundtrip_output_tensors(plan), roundtrip_metadata(plan, options));
+  const RoundtripReport report = StreamedRoundtrip(plan, options, writer).run();
+  writer.commit();
   return report;
 }
 

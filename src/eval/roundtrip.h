@@ -12,7 +12,9 @@
 // output bytes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +37,9 @@ struct RoundtripOptions {
   std::optional<std::vector<int>> layers;    ///< nullopt: every layer the keys template matches
   std::uint64_t seed = 0;
   bool raw16_as_bf16 = false;                ///< read raw 2-byte npy values as bfloat16
+  int threads = 1;                           ///< worker threads (0: every core); same bytes for any count
+  /// Called (from any worker) after each (sequence, head) slab: slabs done, slabs in all, its layer number.
+  std::function<void(std::size_t done, std::size_t total, int layer)> on_progress;
 };
 
 /// What one quantized tensor came out as.
@@ -70,7 +75,22 @@ struct RoundtripReport {
 /// Throws InputError naming the file, tensor and spec for bad specs, a head
 /// dim a spec cannot take (before any work), missing tensors, NaN/Inf input,
 /// or decoded values that overflow the stored dtype.
+///
+/// Streams: the output's header is written first, then every (tensor,
+/// sequence, head) slab is quantized on one of options.threads workers and
+/// written at its final offset; tensors that are copied go out in pieces
+/// straight from the input's mapping. Input pages are given back as soon as
+/// a slab (or a layer, for a layout whose slabs are not one run) is done, so
+/// the resident memory is a few slabs' worth whatever the file's size. One
+/// exception: a layout whose slabs are not one run of the output tensor
+/// ("token head dim") holds each such tensor in memory until it is complete.
 RoundtripReport run_roundtrip(const std::string& input_path, const std::string& output_path,
                               const RoundtripOptions& options);
+
+/// The same job done the plain way, on one thread: every output tensor is
+/// built in memory and written at the end by write_tensor_file. Same output
+/// bytes and report; the reference run_roundtrip is tested against.
+RoundtripReport run_roundtrip_reference(const std::string& input_path, const std::string& output_path,
+                                        const RoundtripOptions& options);
 
 }  // namespace tqlab

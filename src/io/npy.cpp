@@ -427,7 +427,10 @@ std::unique_ptr<TensorFile> open_npy(std::shared_ptr<const MappedFile> mapping, 
   return file;
 }
 
-std::vector<std::byte> encode_npy_header(const TensorToWrite& tensor) {
+namespace {
+
+// The header of `tensor`; `given_bytes`, when set, must be what its shape needs.
+std::vector<std::byte> npy_header_bytes(const TensorToWrite& tensor, std::optional<std::size_t> given_bytes) {
   std::uint64_t elements = 1;
   bool overflow = false;
   for (std::int64_t extent : tensor.shape) {
@@ -438,8 +441,12 @@ std::vector<std::byte> encode_npy_header(const TensorToWrite& tensor) {
   }
   std::uint64_t expected_bytes = 0;
   overflow |= __builtin_mul_overflow(elements, dtype_size(tensor.dtype), &expected_bytes);
-  if (overflow || expected_bytes != tensor.bytes.size()) {
-    fail("tensor '{}': {} bytes given for {} with shape {}, expected {}", printable(tensor.name), tensor.bytes.size(),
+  if (overflow) {
+    fail("tensor '{}': shape {} of {} is too large (its byte count overflows 64 bits)", printable(tensor.name),
+         describe_shape(tensor.shape), dtype_name(tensor.dtype));
+  }
+  if (given_bytes && expected_bytes != *given_bytes) {
+    fail("tensor '{}': {} bytes given for {} with shape {}, expected {}", printable(tensor.name), *given_bytes,
          dtype_name(tensor.dtype), describe_shape(tensor.shape), expected_bytes);
   }
 
@@ -475,6 +482,16 @@ std::vector<std::byte> encode_npy_header(const TensorToWrite& tensor) {
   for (std::size_t i = 8; i < preamble; ++i) out[i] = static_cast<std::byte>((padded >> (8 * (i - 8))) & 0xFF);
   std::memcpy(out.data() + preamble, header.data(), header.size());
   return out;
+}
+
+}  // namespace
+
+std::vector<std::byte> encode_npy_header(const TensorToWrite& tensor) {
+  return npy_header_bytes(tensor, tensor.bytes.size());
+}
+
+std::vector<std::byte> encode_npy_header_for_shape(const TensorToWrite& tensor) {
+  return npy_header_bytes(tensor, std::nullopt);
 }
 
 std::vector<std::byte> encode_npy(const TensorToWrite& tensor) {

@@ -69,6 +69,10 @@ NpyHeader parse_npy_header(std::span<const std::byte> prefix, std::string_view n
 /// Checks that tensor.bytes holds product(shape) * dtype_size(dtype) bytes.
 std::vector<std::byte> encode_npy_header(const TensorToWrite& tensor);
 
+/// The same header for a tensor whose bytes are written later (io/tensor_stream_writer.h):
+/// `tensor.bytes` is not looked at.
+std::vector<std::byte> encode_npy_header_for_shape(const TensorToWrite& tensor);
+
 /// The bytes of a .npy file (version 1.0, or 2.0 when the header needs it) holding `tensor`:
 /// encode_npy_header(tensor) followed by tensor.bytes.
 std::vector<std::byte> encode_npy(const TensorToWrite& tensor);

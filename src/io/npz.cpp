@@ -637,8 +637,7 @@ void append_end_records(LittleEndianBytes& out, std::uint64_t entries, std::uint
   out.u16(0);  // comment length
 }
 
-void write_npz_archive(const std::string& path, std::span<const TensorToWrite> tensors, bool compressed,
-                       bool force_zip64) {
+void check_member_names(const std::string& path, std::span<const TensorToWrite> tensors) {
   std::set<std::string_view> names;
   for (const TensorToWrite& tensor : tensors) {
     if (tensor.name.empty()) fail("'{}': a tensor with an empty name cannot be an .npz member", path);
@@ -647,6 +646,23 @@ void write_npz_archive(const std::string& path, std::span<const TensorToWrite> t
     }
     if (!names.insert(tensor.name).second) fail("'{}': tensor name '{}' given twice", path, printable(tensor.name));
   }
+}
+
+// A stored member of `size` bytes (its .npy header and data) at archive offset `offset`.
+WrittenMember stored_member(const std::string& name, std::uint64_t size, std::uint64_t offset, std::uint32_t crc) {
+  WrittenMember member;
+  member.name = name;
+  member.method = kMethodStored;
+  member.crc32 = crc;
+  member.uncompressed_size = size;
+  member.compressed_size = size;
+  member.local_header_offset = offset;
+  return member;
+}
+
+void write_npz_archive(const std::string& path, std::span<const TensorToWrite> tensors, bool compressed,
+                       bool force_zip64) {
+  check_member_names(path, tensors);
   AtomicFileWriter writer(path);
   std::vector<WrittenMember> members;
   for (const TensorToWrite& tensor : tensors) {
@@ -714,6 +730,65 @@ std::unique_ptr<TensorFile> open_npz(std::shared_ptr<const MappedFile> mapping, 
   }
   file->set_mapping(std::move(mapping));
   return file;
+}
+
+NpzLayout::NpzLayout(const std::string& path, std::span<const TensorToWrite> tensors) {
+  check_member_names(path, tensors);
+  std::uint64_t offset = 0;
+  for (const TensorToWrite& tensor : tensors) {
+    Member member;
+    member.name = tensor.name + ".npy";
+    member.npy_header = encode_npy_header_for_shape(tensor);
+    member.data_bytes = dtype_size(tensor.dtype);
+    for (const std::int64_t extent : tensor.shape) member.data_bytes *= static_cast<std::uint64_t>(extent);
+    member.local_header_offset = offset;
+    LittleEndianBytes header;
+    append_local_header(header, stored_member(member.name, member.npy_header.size() + member.data_bytes, offset, 0),
+                        false);
+    member.local_header_bytes = header.size();
+    offset += member.local_header_bytes + member.npy_header.size() + member.data_bytes;
+    members_.push_back(std::move(member));
+  }
+  directory_offset_ = offset;
+}
+
+std::uint64_t NpzLayout::local_header_offset(std::size_t member) const {
+  return members_.at(member).local_header_offset;
+}
+
+std::vector<std::byte> NpzLayout::member_prefix(std::size_t index, std::uint32_t crc) const {
+  const Member& member = members_.at(index);
+  LittleEndianBytes out;
+  append_local_header(out, stored_member(member.name, member.npy_header.size() + member.data_bytes,
+                                         member.local_header_offset, crc),
+                      false);
+  out.append(member.npy_header);
+  return {out.bytes().begin(), out.bytes().end()};
+}
+
+std::span<const std::byte> NpzLayout::npy_header(std::size_t member) const { return members_.at(member).npy_header; }
+
+std::uint64_t NpzLayout::data_offset(std::size_t index) const {
+  const Member& member = members_.at(index);
+  return member.local_header_offset + member.local_header_bytes + member.npy_header.size();
+}
+
+std::vector<std::byte> NpzLayout::directory(std::span<const std::uint32_t> crcs) const {
+  if (crcs.size() != members_.size()) {
+    throw InternalError(fmt::format("NpzLayout: {} CRCs for {} members", crcs.size(), members_.size()));
+  }
+  LittleEndianBytes out;
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    const Member& member = members_[i];
+    append_central_header(out,
+                          stored_member(member.name, member.npy_header.size() + member.data_bytes,
+                                        member.local_header_offset, crcs[i]),
+                          false);
+  }
+  const std::uint64_t directory_size = out.size();
+  append_end_records(out, members_.size(), directory_offset_, directory_size, directory_offset_ + directory_size,
+                     false);
+  return {out.bytes().begin(), out.bytes().end()};
 }
 
 void write_npz(const std::string& path, std::span<const TensorToWrite> tensors, bool compressed) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <set>
@@ -307,8 +308,8 @@ std::unique_ptr<TensorFile> open_safetensors(std::shared_ptr<const MappedFile> m
   return result;
 }
 
-void write_safetensors(const std::string& path, std::span<const TensorToWrite> tensors,
-                       const std::map<std::string, std::string>& metadata) {
+std::vector<std::byte> encode_safetensors_header(const std::string& path, std::span<const TensorToWrite> tensors,
+                                                 const std::map<std::string, std::string>& metadata) {
   // A JSON header holds UTF-8 only; names from an .npz member (bytes) may be anything else.
   const auto not_utf8 = [&](const std::string& what) {
     fail("'{}': {} is not valid UTF-8, which a safetensors header requires (.npz keeps such names)", path, what);
@@ -339,10 +340,9 @@ void write_safetensors(const std::string& path, std::span<const TensorToWrite> t
            fmt::join(tensor.shape, ", "));
     }
     const std::optional<std::uint64_t> bytes = checked_byte_count(tensor.shape, dtype_size(tensor.dtype));
-    if (!bytes || tensor.bytes.size() != *bytes) {
-      fail("'{}': tensor '{}' comes with {} bytes, expected product of shape [{}] times {} bytes per {}", path,
-           printable(tensor.name), tensor.bytes.size(), fmt::join(tensor.shape, ", "), dtype_size(tensor.dtype),
-           dtype_name(tensor.dtype));
+    if (!bytes) {
+      fail("'{}': tensor '{}': shape [{}] of {} is too large (its byte count overflows 63 bits)", path,
+           printable(tensor.name), fmt::join(tensor.shape, ", "), dtype_name(tensor.dtype));
     }
     header[tensor.name] = {{"dtype", dtype_info(tensor.dtype).safetensors},
                            {"shape", tensor.shape},
@@ -356,15 +356,29 @@ void write_safetensors(const std::string& path, std::span<const TensorToWrite> t
   // for readers that map the file and cast.
   header_text.append((kDataAlignment - header_text.size() % kDataAlignment) % kDataAlignment, ' ');
 
-  std::array<std::byte, kLengthFieldBytes> length_field;
+  std::vector<std::byte> out(kLengthFieldBytes + header_text.size());
   std::uint64_t length = header_text.size();
-  for (std::byte& byte : length_field) {
-    byte = static_cast<std::byte>(length & 0xFF);
+  for (std::size_t i = 0; i < kLengthFieldBytes; ++i) {
+    out[i] = static_cast<std::byte>(length & 0xFF);
     length >>= 8;
   }
+  std::memcpy(out.data() + kLengthFieldBytes, header_text.data(), header_text.size());
+  return out;
+}
+
+void write_safetensors(const std::string& path, std::span<const TensorToWrite> tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  for (const TensorToWrite& tensor : tensors) {
+    const std::optional<std::uint64_t> bytes = checked_byte_count(tensor.shape, dtype_size(tensor.dtype));
+    if (bytes && tensor.bytes.size() != *bytes) {
+      fail("'{}': tensor '{}' comes with {} bytes, expected product of shape [{}] times {} bytes per {}", path,
+           printable(tensor.name), tensor.bytes.size(), fmt::join(tensor.shape, ", "), dtype_size(tensor.dtype),
+           dtype_name(tensor.dtype));
+    }
+  }
+  const std::vector<std::byte> header = encode_safetensors_header(path, tensors, metadata);
   AtomicFileWriter writer(path);
-  writer.write(length_field);
-  writer.write(header_text);
+  writer.write(header);
   for (const TensorToWrite& tensor : tensors) writer.write(tensor.bytes);
   writer.commit();
 }

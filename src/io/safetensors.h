@@ -23,6 +23,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "io/tensor_file.h"
 
@@ -53,5 +54,12 @@ std::unique_ptr<TensorFile> open_safetensors(std::shared_ptr<const MappedFile> m
 /// a negative extent, or `bytes` not holding product(shape) * itemsize bytes.
 void write_safetensors(const std::string& path, std::span<const TensorToWrite> tensors,
                        const std::map<std::string, std::string>& metadata);
+
+/// The bytes write_safetensors puts before the data buffer (the 8-byte length
+/// and the padded JSON header) for these names, dtypes, shapes and metadata;
+/// `bytes` of the tensors is not looked at (a streamed writer,
+/// io/tensor_stream_writer.h, sends them later). Same checks otherwise.
+std::vector<std::byte> encode_safetensors_header(const std::string& path, std::span<const TensorToWrite> tensors,
+                                                 const std::map<std::string, std::string>& metadata);
 
 }  // namespace tqlab

@@ -115,13 +115,15 @@ std::string TensorFile::name_list() const {
   return listed;
 }
 
-void TensorFile::release(const TensorView& tensor) const {
-  if (!mapping_ || tensor.byte_size == 0) return;
+void TensorFile::release(const TensorView& tensor) const { release(tensor, 0, tensor.byte_size); }
+
+void TensorFile::release(const TensorView& tensor, std::uint64_t byte_offset, std::uint64_t byte_count) const {
+  if (!mapping_ || tensor.byte_size == 0 || byte_offset >= tensor.byte_size) return;
   // Inflated .npz members live in adopted buffers, not in the mapping: nothing to give back.
   const auto mapped = mapping_->bytes();
   const std::less<const std::byte*> before;
   if (before(tensor.data, mapped.data()) || !before(tensor.data, mapped.data() + mapped.size())) return;
-  mapping_->release(tensor.file_offset, tensor.byte_size);
+  mapping_->release(tensor.file_offset + byte_offset, std::min(byte_count, tensor.byte_size - byte_offset));
 }
 
 void TensorFile::set_mapping(std::shared_ptr<const MappedFile> mapping) { mapping_ = std::move(mapping); }

@@ -79,6 +79,9 @@ class TensorFile {
 
   /// Gives back the resident pages of a tensor's data (no-op for inflated data).
   void release(const TensorView& tensor) const;
+  /// The same for bytes [byte_offset, byte_offset + byte_count) of its data
+  /// (only the whole pages inside that range: a neighbour's pages stay).
+  void release(const TensorView& tensor, std::uint64_t byte_offset, std::uint64_t byte_count) const;
 
   // Readers build files through these (not for general use).
   TensorFile(std::string path, std::string format);

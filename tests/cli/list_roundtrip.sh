@@ -117,6 +117,29 @@ grep -q "layers.0" out.txt && fail "--layers 1 quantized layer 0"
 expect_exit 0 "inspect npz output" -- "$TQLAB" inspect layer1.npz
 expect_contains out.txt "layers.0.k" "layers.1.q" "[4, 128, 64]" "[8, 128, 64]"
 
+# Streamed output: the same bytes for every thread count; numpy reads the npz (zipfile checks
+# every member's CRC-32, which the streamed writer combines from the pieces it wrote).
+for threads in 1 2 3; do
+  expect_exit 0 "roundtrip --threads $threads" -- "$TQLAB" roundtrip kv.safetensors --k tq:b=4 --v kivi:b=2 \
+    --q tq:b=8 --layers 1 -o threads$threads.npz --threads $threads --quiet
+  cmp -s layer1.npz threads$threads.npz || fail "--threads $threads wrote other bytes than the default"
+  [ -s err.txt ] && fail "--quiet still wrote to stderr: $(cat err.txt)"
+  rm -f threads$threads.npz
+done
+if [ "$have_python" = 1 ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  /usr/bin/python3 - layer1.npz <<'PY' || fail "numpy cannot read the streamed npz"
+import sys, zipfile
+import numpy as np
+with zipfile.ZipFile(sys.argv[1]) as archive:
+    assert archive.testzip() is None, "a member's CRC-32 does not match"
+arrays = np.load(sys.argv[1])
+assert arrays["layers.1.q"].shape == (8, 128, 64), arrays["layers.1.q"].shape
+assert np.isfinite(arrays["layers.1.k"]).all()
+PY
+fi
+expect_exit 2 "negative --threads" -- "$TQLAB" roundtrip kv.safetensors --k tq:b=3 --v tq:b=3 -o bad.npz --threads -1
+expect_error_line "--threads"
+
 # ---------------------------------------------------------------- the real dump
 
 real="$SHARED_DATA/stories260k_qkv.safetensors"
