@@ -769,7 +769,10 @@ SweepResults SweepRunner::summarize() const {
       const std::pair<const char*, int> named[] = {{"attn_kl", kKl},   {"attn_top1", kTop1},          {"attn_top5", kTop5},
                                                    {"attn_cos", kCos}, {"attn_out_rel_err", kOutErr}, {"ip_bias", kIpBias},
                                                    {"ip_rmse", kIpMeanSquare}};
-      for (const auto& [name, sum] : named) {
+      for (const auto& entry : named) {
+        // Not a structured binding: clang before 16 (the fuzz build's clang 14) cannot capture one.
+        const char* const name = entry.first;
+        const int sum = entry.second;
         if (!plan_.attention) {
           add_null(name);
           if (std::string(name) == "attn_kl") add_null("attn_kl_p95");
