@@ -74,7 +74,11 @@ std::string unrecognized_start(std::string_view path, std::span<const std::byte>
 }  // namespace
 
 std::unique_ptr<TensorFile> TensorFile::open(const std::string& path, const OpenOptions& options) {
-  auto mapping = std::make_shared<const MappedFile>(path);
+  return open(std::make_shared<const MappedFile>(path), options);
+}
+
+std::unique_ptr<TensorFile> TensorFile::open(std::shared_ptr<const MappedFile> mapping, const OpenOptions& options) {
+  const std::string& path = mapping->path();
   const auto bytes = mapping->bytes();
   auto starts_with = [&](std::string_view magic) {
     return bytes.size() >= magic.size() && std::memcmp(bytes.data(), magic.data(), magic.size()) == 0;

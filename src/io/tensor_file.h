@@ -61,6 +61,9 @@ class TensorFile {
   /// Opens `path`, recognizing the format from its first bytes.
   /// Throws InputError naming the file (and tensor) on any defect.
   static std::unique_ptr<TensorFile> open(const std::string& path, const OpenOptions& options = {});
+  /// The same for a file already mapped (or held in memory: core/mapped_file.h).
+  static std::unique_ptr<TensorFile> open(std::shared_ptr<const MappedFile> mapping,
+                                          const OpenOptions& options = {});
 
   const std::string& path() const { return path_; }
   /// "npy", "npz" or "safetensors".
