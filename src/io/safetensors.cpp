@@ -111,7 +111,8 @@ json parse_header_json(const std::string& path, std::string_view text) {
   }
   try {
     return json::parse(text.begin(), text.end(), refuse_duplicates);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {
+    // parse_error, or out_of_range for a number beyond double ("1e400").
     // what() starts with "[json.exception.parse_error.101] "; the rest says where and why, and
     // echoes the token read so far, which may be a long name: keep the message one short line.
     std::string_view reason = error.what();
