@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/dtype.h"
@@ -72,7 +73,7 @@ class TensorFile {
   /// Free-form string metadata (safetensors "__metadata__").
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
-  /// The tensor called `name`, or nullptr.
+  /// The tensor called `name`, or nullptr (a hash lookup: files may hold 30 000 tensors).
   const TensorView* find(std::string_view name) const;
   /// The tensor called `name`; InputError naming the file and listing names otherwise.
   const TensorView& get(std::string_view name) const;
@@ -98,6 +99,7 @@ class TensorFile {
   std::shared_ptr<const MappedFile> mapping_;
   std::vector<std::unique_ptr<std::vector<std::byte>>> owned_buffers_;
   std::vector<TensorView> tensors_;
+  std::unordered_map<std::string, std::size_t> index_;  ///< name -> first position in tensors_
   std::map<std::string, std::string> metadata_;
 };
 
