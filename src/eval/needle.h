@@ -47,7 +47,9 @@ std::vector<NeedleTrial> plan_needle_trials(const KvDump& dump, int count, const
 
 /// The exact side of one trial at one margin: the planted key and its weight.
 struct PlantedNeedle {
-  std::vector<float> key;        ///< k_j + delta q/|q|, key_dim floats
+  /// k_j + delta q/|q|, key_dim floats; empty when it cannot be planted: q is zero, or
+  /// of so small a norm (denormals) that the key would overflow float.
+  std::vector<float> key;
   double exact_weight = 0;       ///< P_j with the planted key
 };
 

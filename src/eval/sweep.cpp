@@ -423,14 +423,21 @@ class SweepRunner {
       if (data.compacted) continue;
       const float* q = data.queries[static_cast<std::size_t>(pick.q_head % group)].data() + static_cast<std::size_t>(pick.query) * dim;
       if (std::all_of(q, q + dim, [](float value) { return value == 0.0f; })) continue;
-      out.trials.push_back(static_cast<int>(trial));
-      for (ItemRunSeed& run : out.runs) run.needle.emplace_back(margins_.size());
       const ChunkGeometry chunk{pick.query / config.chunk * config.chunk,
                                 std::min(config.chunk, data.tokens - pick.query / config.chunk * config.chunk)};
       const int query_local = pick.query - chunk.start;
       const int key_local = pick.key - chunk.start;
       const int attended = attended_keys(chunk, config.causal, query_local);
       const std::vector<double> exact_logits = needle_logits(dim, attended, chunk, q, data.keys.data(), scale);
+      // A query so small (denormals) that the planted key would overflow float plants nothing either.
+      const float* needle_key = data.keys.data() + static_cast<std::size_t>(pick.key) * dim;
+      if (std::any_of(margins_.begin(), margins_.end(), [&](double margin) {
+            return plant_needle(dim, exact_logits, key_local, q, needle_key, scale, margin).key.empty();
+          })) {
+        continue;
+      }
+      out.trials.push_back(static_cast<int>(trial));
+      for (ItemRunSeed& run : out.runs) run.needle.emplace_back(margins_.size());
       // Quantizers whose tokens are independent: the other keys are the item's
       // quantization (k + delta), and only the planted key is quantized again.
       std::map<int, std::vector<double>> unplanted_logits;
