@@ -40,9 +40,11 @@ declare -A dict=([npy]=npy [npz]=zip [safetensors]=json [sweep_config]=json [spe
 build=${TQLAB_FUZZ_BUILD_DIR:-build-fuzz}
 if [ "${TQLAB_FUZZ_SKIP_BUILD:-0}" != 1 ]; then
   # -O1 -g: the sanitizers' usual level. No tests or benchmarks: only the fuzz targets are built.
-  CC=clang CXX=clang++ BUILD_DIR=$build bash tools/build.sh -DTQLAB_FUZZ=ON -DBUILD_TESTING=OFF \
-    -DTQLAB_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-    --target fuzz_targets
+  launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja "${launcher[@]}" -DTQLAB_FUZZ=ON -DBUILD_TESTING=OFF \
+    -DTQLAB_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
+  cmake --build "$build" -j "$(nproc)" --target fuzz_targets
 fi
 mkdir -p $build/fuzz-logs
 
