@@ -250,6 +250,20 @@ TEST(RegistryTest, UnknownOptionsNameTheKnownOnes) {
   }
 }
 
+// Found by fuzzing (tests/fuzz/spec_fuzz.cpp): a spec from a config may run to any length,
+// and every message echoed it (and the unknown key or value) whole. Now each is cut.
+TEST(RegistryTest, ErrorsAboutAHugeSpecStayShort) {
+  const std::string huge(5000, 'x');
+  const std::string bad_utf8(3000, '\xFF');
+  for (const std::string& spec : {"tq:b=3," + huge, "tq:b=3," + huge + "=1", "tq:b=" + huge, "tq:rot=" + huge,
+                                  huge + ":b=3", "tq:b=3,outliers=" + huge, "tq:b=3," + bad_utf8 + ",b=4",
+                                  "tq:b=3,,,," + huge, "kivi:" + huge, "tq:b=3,nc," + huge + ",nc"}) {
+    const std::string message = input_error_message([&] { make_quantizer(spec); });
+    EXPECT_LT(message.size(), 600u) << message.substr(0, 200);
+    EXPECT_NE(message.find("bytes cut]"), std::string::npos) << message.substr(0, 200);
+  }
+}
+
 TEST(RegistryTest, BadValuesNameTheAllowedValues) {
   int checked = 0;
   for (const MethodInfo& method : quantizer_methods()) {

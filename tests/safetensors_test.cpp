@@ -350,6 +350,16 @@ TEST_F(SafetensorsTest, MalformedJsonHeader) {
   EXPECT_TRUE(mentions(message, "not valid JSON")) << message;
 }
 
+// Found by fuzzing (tests/fuzz/safetensors_fuzz.cpp): a number beyond double made nlohmann
+// throw out_of_range, not parse_error, which escaped as an internal error (exit 3).
+TEST_F(SafetensorsTest, NumberBeyondDoubleIsAnInputError) {
+  for (const std::string number : {"1e4001", "-1e400"}) {
+    const std::string message = header_error("{\"x\": " + number + "}", 0);
+    EXPECT_TRUE(mentions(message, "not valid JSON")) << message;
+    EXPECT_TRUE(mentions(message, "number overflow")) << message;
+  }
+}
+
 // The format requires UTF-8 (the reference implementation refuses anything else): the
 // message says where the stray byte is and shows what precedes it escaped, never raw.
 TEST_F(SafetensorsTest, HeaderThatIsNotUtf8) {

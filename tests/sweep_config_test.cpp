@@ -8,6 +8,7 @@
 #include "eval/quantile.h"
 #include "eval/sweep_config.h"
 #include "eval/sweep_plan.h"
+#include "io/json_reader.h"
 #include "core/rng.h"
 #include "io_test_util.h"
 #include "sweep_test_util.h"
@@ -70,6 +71,15 @@ struct BadConfig {
 };
 
 class SweepConfigErrors : public ::testing::TestWithParam<BadConfig> {};
+
+// Found by fuzzing (tests/fuzz/sweep_config_fuzz.cpp): a number beyond double made nlohmann
+// throw out_of_range, not parse_error, which escaped as an internal error (exit 3).
+TEST(SweepConfig, NumberBeyondDoubleIsAnInputError) {
+  const std::string message =
+      testing::input_error_message([] { (void)parse_json_text(R"({"seeds": [1e400]})", "c.json"); });
+  EXPECT_TRUE(message.starts_with("config 'c.json': not valid JSON")) << message;
+  EXPECT_NE(message.find("number overflow"), std::string::npos) << message;
+}
 
 TEST_P(SweepConfigErrors, NameTheKeyPathAndWhatIsAllowed) {
   json config = minimal();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README quick start 2: install, build and run the whole test suite through ctest,
-# then once more under AddressSanitizer + UndefinedBehaviorSanitizer.
+# then once more under AddressSanitizer + UndefinedBehaviorSanitizer, then each libFuzzer
+# target for 15 s (tests/fuzz, docs/RELIABILITY.md; TQLAB_SKIP_FUZZ=1 skips it).
 # Quick subset while developing: ctest --test-dir build -L unit
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,4 +14,9 @@ if [ "${TQLAB_SKIP_SANITIZERS:-0}" != 1 ]; then
     -DTQLAB_BUILD_BENCHMARKS=OFF
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE slow
+fi
+if [ "${TQLAB_SKIP_FUZZ:-0}" != 1 ]; then
+  # Bounded: 15 s per target, -timeout/-rss_limit_mb inside fuzz.sh. Any crash, leak, timeout,
+  # out-of-memory or sanitizer report fails. The inputs found stay in build-fuzz, not the repo.
+  bash tools/fuzz.sh --seconds 15 --jobs "$(nproc)"
 fi

@@ -42,12 +42,18 @@ MappedFile::MappedFile(std::string path) : path_(std::move(path)) {
   ::close(fd);
 }
 
+MappedFile::MappedFile(std::string name, std::vector<std::byte> contents)
+    : path_(std::move(name)), owned_(std::move(contents)) {
+  size_ = owned_.size();
+  if (size_ > 0) data_ = owned_.data();
+}
+
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (data_ != nullptr && owned_.empty()) ::munmap(const_cast<std::byte*>(data_), size_);
 }
 
 void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {
-  if (data_ == nullptr || length == 0 || offset >= size_) return;
+  if (data_ == nullptr || !owned_.empty() || length == 0 || offset >= size_) return;
   const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   // Only whole pages inside the range can be dropped without touching neighbours'.
   const std::uint64_t begin = (offset + page - 1) / page * page;

@@ -5,12 +5,18 @@
 // a tensor is touched only when converted, and release() gives its pages back
 // (madvise MADV_DONTNEED) so a sweep's resident memory does not grow with
 // the number of layers.
+//
+// A MappedFile can also hold bytes already in memory (the fuzz targets and
+// tests parse inputs that never were files): the readers then see exactly
+// those bytes, and a read past their end is a heap overflow the sanitizers
+// catch, where a page-rounded map would hide it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace tqlab {
 
@@ -18,6 +24,8 @@ class MappedFile {
  public:
   /// Maps `path` read-only. Throws InputError when it cannot.
   explicit MappedFile(std::string path);
+  /// Holds `contents` as if they were the file `name` (release() does nothing).
+  MappedFile(std::string name, std::vector<std::byte> contents);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -35,6 +43,7 @@ class MappedFile {
   std::string path_;
   const std::byte* data_ = nullptr;
   std::uint64_t size_ = 0;
+  std::vector<std::byte> owned_;  ///< the contents of an in-memory file (else empty)
 };
 
 }  // namespace tqlab

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "core/rng.h"
@@ -117,11 +118,17 @@ PlantedNeedle plant_needle(int dim, const std::vector<double>& logits, int j_loc
   }
   const double q_norm = std::sqrt(dot(dim, q, q));
   PlantedNeedle planted;
+  if (!(q_norm > 0)) return planted;  // no direction to move the key along
   planted.key.resize(static_cast<std::size_t>(dim));
   // delta moves j's logit by scale * delta * |q| to best_other + margin.
   const double delta = (best_other + margin - logits[static_cast<std::size_t>(j_local)]) / (scale * q_norm);
   for (int c = 0; c < dim; ++c) {
-    planted.key[static_cast<std::size_t>(c)] = static_cast<float>(k_j[c] + delta * q[c] / q_norm);
+    const double value = k_j[c] + delta * q[c] / q_norm;
+    if (!(std::fabs(value) <= std::numeric_limits<float>::max())) {
+      planted.key.clear();  // beyond float (a query of denormal norm asks for a huge step)
+      return planted;
+    }
+    planted.key[static_cast<std::size_t>(c)] = static_cast<float>(value);
   }
   // The weight the planted key really gets, from the float key as stored.
   const double planted_logit = scale * dot(dim, q, planted.key.data());
@@ -135,6 +142,7 @@ PlantedNeedle plant_needle(int dim, const std::vector<double>& logits, int j_loc
 
 bool needle_is_plantable(const PlantedNeedle& planted, int dim, int attended, const ChunkGeometry& chunk,
                          const float* keys) {
+  if (planted.key.empty()) return false;  // zero query, or a key beyond float
   double longest = 0;
   for (int i = 0; i < attended; ++i) {
     const float* key = keys + static_cast<std::size_t>(chunk.start + i) * dim;

@@ -47,11 +47,13 @@ std::vector<NeedleTrial> plan_needle_trials(const KvDump& dump, int count, const
 
 /// The exact side of one trial at one margin: the planted key and its weight.
 struct PlantedNeedle {
-  std::vector<float> key;        ///< k_j + delta q/|q|, key_dim floats
+  /// k_j + delta q/|q|, key_dim floats; empty when it cannot be planted: q is zero, or
+  /// of so small a norm (denormals) that the key would overflow float.
+  std::vector<float> key;
   double exact_weight = 0;       ///< P_j with the planted key
 };
 
-/// A trial is measured only when the key it plants at the largest margin is at
+/// A trial is measured only when the key it plants at every margin is at
 /// most this many times longer than the longest key its query attends. delta
 /// grows as 1/|q|: a query of (nearly) zero norm would need a key millions of
 /// times longer than the data's, which measures a quantizer's range rather

@@ -7,9 +7,24 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
+
 namespace tqlab {
 
 namespace {
+
+template <typename Json>
+Json parse_json(std::string_view text, const std::string& path, std::string_view kind) {
+  try {
+    return Json::parse(text);
+  } catch (const typename Json::exception& error) {
+    // parse_error, or out_of_range for a number beyond double ("1e400").
+    // what() is "[json.exception.parse_error.101] parse error at line 3, column 5: ...".
+    std::string what = error.what();
+    if (const std::size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+    fail("{} '{}': not valid JSON: {}", kind, path, printable(what, 240));
+  }
+}
 
 template <typename Json>
 Json parse_json_file(const std::string& path, std::string_view kind) {
@@ -17,20 +32,17 @@ Json parse_json_file(const std::string& path, std::string_view kind) {
   if (!in) fail("{} '{}': cannot be read (missing, or not readable)", kind, path);
   std::ostringstream text;
   text << in.rdbuf();
-  try {
-    return Json::parse(text.str());
-  } catch (const typename Json::parse_error& error) {
-    // what() is "[json.exception.parse_error.101] parse error at line 3, column 5: ...".
-    std::string what = error.what();
-    if (const std::size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
-    fail("{} '{}': not valid JSON: {}", kind, path, what);
-  }
+  return parse_json<Json>(text.str(), path, kind);
 }
 
 }  // namespace
 
 nlohmann::json read_json_file(const std::string& path, std::string_view kind) {
   return parse_json_file<nlohmann::json>(path, kind);
+}
+
+nlohmann::json parse_json_text(std::string_view text, const std::string& path, std::string_view kind) {
+  return parse_json<nlohmann::json>(text, path, kind);
 }
 
 nlohmann::ordered_json read_ordered_json_file(const std::string& path, std::string_view kind) {

@@ -22,6 +22,8 @@ namespace tqlab {
 /// be read or is not JSON (with the parser's line and column). `kind` says what
 /// the file is to the user: "config", "results".
 nlohmann::json read_json_file(const std::string& path, std::string_view kind = "config");
+/// Parses `text` as the contents of `path` (same errors as read_json_file).
+nlohmann::json parse_json_text(std::string_view text, const std::string& path, std::string_view kind = "config");
 /// The same, keeping the members of every object in the file's order.
 nlohmann::ordered_json read_ordered_json_file(const std::string& path, std::string_view kind);
 

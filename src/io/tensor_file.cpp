@@ -74,7 +74,11 @@ std::string unrecognized_start(std::string_view path, std::span<const std::byte>
 }  // namespace
 
 std::unique_ptr<TensorFile> TensorFile::open(const std::string& path, const OpenOptions& options) {
-  auto mapping = std::make_shared<const MappedFile>(path);
+  return open(std::make_shared<const MappedFile>(path), options);
+}
+
+std::unique_ptr<TensorFile> TensorFile::open(std::shared_ptr<const MappedFile> mapping, const OpenOptions& options) {
+  const std::string& path = mapping->path();
   const auto bytes = mapping->bytes();
   auto starts_with = [&](std::string_view magic) {
     return bytes.size() >= magic.size() && std::memcmp(bytes.data(), magic.data(), magic.size()) == 0;
@@ -87,10 +91,8 @@ std::unique_ptr<TensorFile> TensorFile::open(const std::string& path, const Open
 }
 
 const TensorView* TensorFile::find(std::string_view name) const {
-  for (const TensorView& tensor : tensors_) {
-    if (tensor.name == name) return &tensor;
-  }
-  return nullptr;
+  const auto found = index_.find(std::string(name));
+  return found == index_.end() ? nullptr : &tensors_[found->second];
 }
 
 const TensorView& TensorFile::get(std::string_view name) const {
@@ -133,7 +135,10 @@ const std::byte* TensorFile::adopt_buffer(std::vector<std::byte> buffer) {
   return owned_buffers_.back()->data();
 }
 
-void TensorFile::add_tensor(TensorView view) { tensors_.push_back(std::move(view)); }
+void TensorFile::add_tensor(TensorView view) {
+  index_.emplace(view.name, tensors_.size());  // readers refuse duplicates; the first would win anyway
+  tensors_.push_back(std::move(view));
+}
 
 void TensorFile::set_metadata(std::map<std::string, std::string> metadata) { metadata_ = std::move(metadata); }
 

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/dtype.h"
@@ -61,6 +62,9 @@ class TensorFile {
   /// Opens `path`, recognizing the format from its first bytes.
   /// Throws InputError naming the file (and tensor) on any defect.
   static std::unique_ptr<TensorFile> open(const std::string& path, const OpenOptions& options = {});
+  /// The same for a file already mapped (or held in memory: core/mapped_file.h).
+  static std::unique_ptr<TensorFile> open(std::shared_ptr<const MappedFile> mapping,
+                                          const OpenOptions& options = {});
 
   const std::string& path() const { return path_; }
   /// "npy", "npz" or "safetensors".
@@ -69,7 +73,7 @@ class TensorFile {
   /// Free-form string metadata (safetensors "__metadata__").
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
-  /// The tensor called `name`, or nullptr.
+  /// The tensor called `name`, or nullptr (a hash lookup: files may hold 30 000 tensors).
   const TensorView* find(std::string_view name) const;
   /// The tensor called `name`; InputError naming the file and listing names otherwise.
   const TensorView& get(std::string_view name) const;
@@ -98,6 +102,7 @@ class TensorFile {
   std::shared_ptr<const MappedFile> mapping_;
   std::vector<std::unique_ptr<std::vector<std::byte>>> owned_buffers_;
   std::vector<TensorView> tensors_;
+  std::unordered_map<std::string, std::size_t> index_;  ///< name -> first position in tensors_
   std::map<std::string, std::string> metadata_;
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace tqlab {
 
@@ -33,7 +34,8 @@ std::unique_ptr<Quantizer> make_quantizer(std::string_view spec) {
     }
     names.push_back(info.name);
   }
-  fail("quantizer spec '{}': unknown method '{}' (known: {})", spec, parsed.method, fmt::join(names, ", "));
+  fail("quantizer spec '{}': unknown method '{}' (known: {})", parsed.text, printable(parsed.method),
+       fmt::join(names, ", "));
 }
 
 }  // namespace tqlab

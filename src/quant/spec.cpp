@@ -6,22 +6,23 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace tqlab {
 
 ParsedSpec split_spec(std::string_view spec) {
   ParsedSpec parsed;
-  parsed.text = std::string(spec);
+  parsed.text = printable(spec);  // for messages: a spec may come from a file, and run to any length
   const std::size_t colon = spec.find(':');
   parsed.method = std::string(spec.substr(0, colon));
-  if (parsed.method.empty()) fail("quantizer spec '{}': missing method name before ':'", spec);
+  if (parsed.method.empty()) fail("quantizer spec '{}': missing method name before ':'", parsed.text);
   if (colon == std::string_view::npos) return parsed;
   std::string_view rest = spec.substr(colon + 1);
-  if (rest.empty()) fail("quantizer spec '{}': nothing after ':'", spec);
+  if (rest.empty()) fail("quantizer spec '{}': nothing after ':'", parsed.text);
   while (true) {
     const std::size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
-    if (item.empty()) fail("quantizer spec '{}': empty option (doubled or trailing ',')", spec);
+    if (item.empty()) fail("quantizer spec '{}': empty option (doubled or trailing ',')", parsed.text);
     SpecOption option;
     const std::size_t equals = item.find('=');
     option.key = std::string(item.substr(0, equals));
@@ -29,11 +30,11 @@ ParsedSpec split_spec(std::string_view spec) {
       option.is_flag = true;
     } else {
       option.value = std::string(item.substr(equals + 1));
-      if (option.value.empty()) fail("quantizer spec '{}': option '{}' has no value", spec, option.key);
+      if (option.value.empty()) fail("quantizer spec '{}': option '{}' has no value", parsed.text, printable(option.key));
     }
-    if (option.key.empty()) fail("quantizer spec '{}': option with no name", spec);
+    if (option.key.empty()) fail("quantizer spec '{}': option with no name", parsed.text);
     for (const SpecOption& earlier : parsed.options) {
-      if (earlier.key == option.key) fail("quantizer spec '{}': option '{}' given twice", spec, option.key);
+      if (earlier.key == option.key) fail("quantizer spec '{}': option '{}' given twice", parsed.text, printable(option.key));
     }
     parsed.options.push_back(std::move(option));
     if (comma == std::string_view::npos) break;
@@ -47,10 +48,10 @@ const SpecOption* SpecOptionReader::take(std::string_view key, bool want_flag) {
     const SpecOption& option = spec_.options[i];
     if (option.key != key) continue;
     if (want_flag && !option.is_flag) {
-      fail("quantizer spec '{}': '{}' is a flag and takes no value", spec_.text, key);
+      fail("quantizer spec '{}': '{}' is a flag and takes no value", spec_.text, printable(key));
     }
     if (!want_flag && option.is_flag) {
-      fail("quantizer spec '{}': option '{}' needs a value ({}=...)", spec_.text, key, key);
+      fail("quantizer spec '{}': option '{}' needs a value ({}=...)", spec_.text, printable(key), printable(key));
     }
     used_[i] = true;
     return &option;
@@ -67,7 +68,7 @@ std::optional<int> SpecOptionReader::integer(std::string_view key, int lo, int h
   const auto [stop, error] = std::from_chars(begin, end, value);
   if (error != std::errc() || stop != end || value < lo || value > hi) {
     fail("quantizer spec '{}': {}={} is not allowed, expected an integer in {}..{}", spec_.text, key,
-         option->value, lo, hi);
+         printable(option->value), lo, hi);
   }
   return value;
 }
@@ -76,7 +77,7 @@ std::optional<std::string> SpecOptionReader::choice(std::string_view key, const 
   const SpecOption* option = take(key, false);
   if (option == nullptr) return std::nullopt;
   if (std::find(allowed.begin(), allowed.end(), option->value) == allowed.end()) {
-    fail("quantizer spec '{}': {}={} is not allowed, expected one of {}", spec_.text, key, option->value,
+    fail("quantizer spec '{}': {}={} is not allowed, expected one of {}", spec_.text, key, printable(option->value),
          choice_list(allowed));
   }
   return option->value;
@@ -103,11 +104,11 @@ void SpecOptionReader::finish(const std::vector<OptionDoc>& known) const {
       continue;
     }
     if (known.empty()) {
-      fail("quantizer spec '{}': method '{}' takes no options", spec_.text, spec_.method);
+      fail("quantizer spec '{}': method '{}' takes no options", spec_.text, printable(spec_.method));
     }
     std::vector<std::string_view> names;
     for (const OptionDoc& option : known) names.push_back(option.name);
-    fail("quantizer spec '{}': unknown option '{}' for '{}' (known: {})", spec_.text, spec_.options[i].key,
+    fail("quantizer spec '{}': unknown option '{}' for '{}' (known: {})", spec_.text, printable(spec_.options[i].key),
          spec_.method, fmt::join(names, ", "));
   }
 }

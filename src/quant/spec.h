@@ -42,7 +42,7 @@ struct SpecOption {
 
 /// A spec split into its method and options, in the order written.
 struct ParsedSpec {
-  std::string text;  ///< the spec as written, for messages
+  std::string text;  ///< the spec as written, escaped and cut (core/text.h printable), for messages
   std::string method;
   std::vector<SpecOption> options;
 };

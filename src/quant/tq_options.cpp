@@ -6,6 +6,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace tqlab {
 namespace {
@@ -29,7 +30,7 @@ std::pair<int, int> parse_outliers(const std::string& spec, const std::string& v
   if (!ok) {
     fail("quantizer spec '{}': outliers={} is not allowed, expected K@B (K >= 1 outlier channels quantized "
          "with B = 1..8 bits), e.g. outliers=32@3",
-         spec, value);
+         spec, printable(value));
   }
   return {count, bits};
 }
