@@ -34,6 +34,11 @@ void setup_report(CLI::App& app, int& exit_code);
 /// a seed takes it through here.
 CLI::Option* add_seed_option(CLI::App& command, std::uint64_t& seed, const std::string& description);
 
+/// Whether paths `a` and `b` name the same file: the same existing file (hard
+/// links and symlinks included), or the same normalized path. Commands refuse to
+/// write their output over their own input with it.
+bool same_file(const std::string& a, const std::string& b);
+
 /// "tqlab" and the subcommands the parser entered, e.g. "tqlab codebook export".
 std::string command_path(const CLI::App& app);
 

@@ -50,6 +50,10 @@ int run_roundtrip_command(RoundtripCommandOptions& options) {
   if (options.roundtrip.threads < 0) {
     fail("roundtrip: --threads {} is negative; give a count, or 0 for every core", options.roundtrip.threads);
   }
+  if (same_file(options.output, options.input)) {
+    fail("roundtrip: the output '{}' is the input '{}'; choose another output (it would replace the original tensors)",
+         options.output, options.input);
+  }
   ProgressLine progress("roundtrip", !options.quiet);
   options.roundtrip.on_progress = [&](std::size_t done, std::size_t total, int layer) {
     progress.update(done, total, fmt::format("layer {}", layer));

@@ -55,12 +55,6 @@ std::vector<std::uint64_t> parse_seed_list(const std::string& text) {
   return seeds;
 }
 
-bool same_file(const std::string& a, const std::string& b) {
-  std::error_code error;
-  if (std::filesystem::equivalent(a, b, error)) return true;
-  return std::filesystem::weakly_canonical(a, error) == std::filesystem::weakly_canonical(b, error);
-}
-
 int run_sweep_command(const SweepCommandOptions& options) {
   SweepConfig config = load_sweep_config(options.config);
   // Flags win over the config; their paths are the user's, relative to where they stand.

@@ -139,6 +139,15 @@ PY
 fi
 expect_exit 2 "negative --threads" -- "$TQLAB" roundtrip kv.safetensors --k tq:b=3 --v tq:b=3 -o bad.npz --threads -1
 expect_error_line "--threads"
+# Writing over the input would replace the original tensors: refused, the input left as it was.
+sha_before=$(sha256sum kv.safetensors)
+ln -sf kv.safetensors link.safetensors
+expect_exit 2 "output is the input" -- "$TQLAB" roundtrip kv.safetensors --k tq:b=3 --v tq:b=3 -o ./kv.safetensors
+expect_error_line "is the input" "choose another output"
+expect_exit 2 "output is a link to the input" -- "$TQLAB" roundtrip link.safetensors --k tq:b=3 --v tq:b=3 -o kv.safetensors
+expect_error_line "is the input"
+[ "$(sha256sum kv.safetensors)" = "$sha_before" ] || fail "roundtrip changed its input"
+rm -f link.safetensors
 
 # ---------------------------------------------------------------- the real dump
 
