@@ -9,11 +9,7 @@
 source "$(dirname "$0")/lib.sh" "$@"
 rm -rf -- *.safetensors *.json *.txt
 
-python=/usr/bin/python3
-if ! "$python" -c 'import numpy' 2>/dev/null; then
-  echo "SKIP: $python with numpy is needed (Debian: python3-numpy); tools/kv_dump_format.py is numpy only"
-  exit 77
-fi
+require_numpy "tools/kv_dump_format.py is numpy only"
 tools="$(cd "$(dirname "$0")/../../tools" && pwd)"
 helper="$(cd "$(dirname "$0")" && pwd)/kv_dump_format.py"
 

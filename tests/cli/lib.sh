@@ -7,6 +7,16 @@ SHARED_DATA=$2
 failures=0
 checks=0
 
+# require_numpy WHY: Debian's own python3 (another python3 first on PATH may lack numpy) is $python;
+# without numpy the test is skipped (exit 77), saying WHY numpy is needed.
+python=/usr/bin/python3
+require_numpy() {
+  if ! "$python" -c 'import numpy' 2>/dev/null; then
+    echo "SKIP: $python with numpy is needed (Debian: python3-numpy): $1"
+    exit 77
+  fi
+}
+
 fail() {
   echo "FAIL: $*" >&2
   failures=$((failures + 1))

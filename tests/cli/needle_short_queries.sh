@@ -4,11 +4,7 @@
 # and counted (needle.unmeasured_trials, one warning); the others are measured as before.
 source "$(dirname "$0")/lib.sh" "$@"
 rm -rf -- *.safetensors *.json *.txt
-python=/usr/bin/python3
-if ! "$python" -c 'import numpy' 2>/dev/null; then
-  echo "SKIP: $python with numpy is needed (Debian: python3-numpy)"
-  exit 77
-fi
+require_numpy "it writes the dump"
 tools="$(cd "$(dirname "$0")/../../tools" && pwd)"
 "$python" - "$tools" <<'PY' || { echo "FAIL: making the dump"; exit 1; }
 import sys

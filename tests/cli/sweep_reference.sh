@@ -7,11 +7,7 @@
 # that roundtrip and sweep quantize each slab in the same context.
 source "$(dirname "$0")/lib.sh" "$@"
 rm -rf -- *.safetensors *.json *.txt
-python=/usr/bin/python3
-if ! "$python" -c 'import numpy' 2>/dev/null; then
-  echo "SKIP: $python with numpy is needed (Debian: python3-numpy)"
-  exit 77
-fi
+require_numpy "the reference is numpy"
 reference="$(cd "$(dirname "$0")" && pwd)/sweep_reference.py"
 
 "$python" "$reference" make . >make.txt 2>&1 || { echo "FAIL: making the dump: $(tail -3 make.txt)"; exit 1; }

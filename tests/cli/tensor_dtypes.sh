@@ -8,11 +8,7 @@
 source "$(dirname "$0")/lib.sh" "$@"
 rm -rf -- *.safetensors *.npz *.json *.txt
 
-python=/usr/bin/python3
-if ! "$python" -c 'import numpy' 2>/dev/null; then
-  echo "SKIP: $python with numpy is needed to build and compare the files (Debian: python3-numpy)"
-  exit 77
-fi
+require_numpy "it builds and compares the files"
 data="$(cd "$(dirname "$0")/../data/io" && pwd)"
 tools="$(cd "$(dirname "$0")/../../tools" && pwd)"
 
