@@ -140,17 +140,17 @@ PlantedNeedle plant_needle(int dim, const std::vector<double>& logits, int j_loc
   return planted;
 }
 
-bool needle_is_plantable(const PlantedNeedle& planted, int dim, int attended, const ChunkGeometry& chunk,
-                         const float* keys) {
-  if (planted.key.empty()) return false;  // zero query, or a key beyond float
+bool needles_are_plantable(std::span<const PlantedNeedle> planted, int dim, int attended, const ChunkGeometry& chunk,
+                           const float* keys) {
   double longest = 0;
   for (int i = 0; i < attended; ++i) {
     const float* key = keys + static_cast<std::size_t>(chunk.start + i) * dim;
     longest = std::max(longest, dot(dim, key, key));
   }
-  const double planted_norm_squared = dot(dim, planted.key.data(), planted.key.data());
-  return std::isfinite(planted_norm_squared) &&
-         planted_norm_squared <= kMaxPlantedKeyNormRatio * kMaxPlantedKeyNormRatio * longest;
+  const double bound = kMaxPlantedKeyNormRatio * kMaxPlantedKeyNormRatio * longest;
+  return std::all_of(planted.begin(), planted.end(), [&](const PlantedNeedle& needle) {
+    return !needle.key.empty() && dot(dim, needle.key.data(), needle.key.data()) <= bound;
+  });
 }
 
 NeedleOutcome measure_needle(const std::vector<double>& exact_logits, const std::vector<double>& quantized_logits,

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "eval/attention_geometry.h"
@@ -60,10 +61,12 @@ struct PlantedNeedle {
 /// than its precision (and overflows every format with fp16 norms).
 constexpr double kMaxPlantedKeyNormRatio = 16;
 
-/// Whether `planted` keeps within kMaxPlantedKeyNormRatio of the longest of
-/// the `attended` keys of `chunk` (keys: the sequence's, tokens x dim).
-bool needle_is_plantable(const PlantedNeedle& planted, int dim, int attended, const ChunkGeometry& chunk,
-                         const float* keys);
+/// Whether every needle of `planted` (one per margin) was planted (plant_needle
+/// leaves the key empty when it cannot be) and keeps within
+/// kMaxPlantedKeyNormRatio of the longest of the `attended` keys of `chunk`
+/// (keys: the sequence's, tokens x dim).
+bool needles_are_plantable(std::span<const PlantedNeedle> planted, int dim, int attended, const ChunkGeometry& chunk,
+                           const float* keys);
 
 /// The exact logits of query q over the keys of its chunk it attends
 /// (chunk.start .. chunk.start + attended - 1), in double, scale included.

@@ -419,26 +419,21 @@ class SweepRunner {
     for (std::size_t trial = 0; trial < trials_.size(); ++trial) {
       const NeedleTrial& pick = trials_[trial];
       if (pick.layer_index != li || pick.seq != seq || pick.q_head / group != head) continue;
-      // Trials were placed on the full sequence: one that lost tokens is not
-      // measured; nor is one whose query is zero (no direction to plant along).
+      // Trials were placed on the full sequence: one that lost tokens is not measured.
       if (data.compacted) continue;
       const float* q = data.queries[static_cast<std::size_t>(pick.q_head % group)].data() + static_cast<std::size_t>(pick.query) * dim;
-      if (std::all_of(q, q + dim, [](float value) { return value == 0.0f; })) continue;
       const ChunkGeometry chunk{pick.query / config.chunk * config.chunk,
                                 std::min(config.chunk, data.tokens - pick.query / config.chunk * config.chunk)};
       const int query_local = pick.query - chunk.start;
       const int key_local = pick.key - chunk.start;
       const int attended = attended_keys(chunk, config.causal, query_local);
       const std::vector<double> exact_logits = needle_logits(dim, attended, chunk, q, data.keys.data(), scale);
-      // Nor one whose needle would lie far outside the data's range, at any margin (needle.h):
-      // a query of (nearly) zero or denormal norm asks for a huge step.
+      // Nor one whose needle cannot be planted, or would lie far outside the data's
+      // range, at some margin (needle.h): a zero query, or one of (nearly) zero norm.
       const float* k_j = data.keys.data() + static_cast<std::size_t>(pick.key) * dim;
-      if (std::any_of(margins_.begin(), margins_.end(), [&](double margin) {
-            return !needle_is_plantable(plant_needle(dim, exact_logits, key_local, q, k_j, scale, margin), dim,
-                                        attended, chunk, data.keys.data());
-          })) {
-        continue;
-      }
+      std::vector<PlantedNeedle> needles;
+      for (double margin : margins_) needles.push_back(plant_needle(dim, exact_logits, key_local, q, k_j, scale, margin));
+      if (!needles_are_plantable(needles, dim, attended, chunk, data.keys.data())) continue;
       out.trials.push_back(static_cast<int>(trial));
       for (ItemRunSeed& run : out.runs) run.needle.emplace_back(margins_.size());
       // Quantizers whose tokens are independent: the other keys are the item's
@@ -456,7 +451,7 @@ class SweepRunner {
         }
       }
       for (std::size_t m = 0; m < margins_.size(); ++m) {
-        const PlantedNeedle planted = plant_needle(dim, exact_logits, key_local, q, k_j, scale, margins_[m]);
+        const PlantedNeedle& planted = needles[m];
         std::vector<double> planted_logits = exact_logits;
         const double planted_logit = needle_logits(dim, 1, ChunkGeometry{0, 1}, q, planted.key.data(), scale)[0];
         planted_logits[static_cast<std::size_t>(key_local)] = planted_logit;
