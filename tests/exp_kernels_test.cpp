@@ -1,10 +1,14 @@
 // exp_kernel and expm1_small against the C library over their ranges, in ulps.
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "core/kernel_set.h"
 #include "core/rng.h"
 #include "eval/exp_kernels.h"
 
@@ -45,11 +49,33 @@ TEST(Expm1Small, WithinTwoUlpOfStdExpm1NearZero) {
   EXPECT_EQ(expm1_small(0.0), 0.0);
 }
 
-TEST(ExpKernel, ArrayFormIsTheScalarOne) {
-  double x[7] = {-800, -3.5, -0.1, 0, 0.2, 10, 650};
-  double out[7];
-  exp_array(7, x, out);
-  for (int i = 0; i < 7; ++i) EXPECT_EQ(out[i], exp_kernel(x[i]));
+// exp_array in every instruction-set form this CPU runs (core/kernel_set.h),
+// bit for bit the scalar exp_kernel, on arrays of every length around the
+// forms' four- and eight-value steps, in place too.
+TEST(ExpKernel, ArrayFormIsTheScalarOneOnEveryKernelSet) {
+  Rng rng(5);
+  std::vector<double> x;
+  for (double special : {-800.0, -708.0, -707.9, -3.5, -0.1, -0.0, 0.0, 1e-300, 0.2, 10.0, 650.0, 709.0}) {
+    x.push_back(special);
+  }
+  while (x.size() < 203) x.push_back(-700.0 + 1400.0 * rng.uniform());
+  for (KernelSet set : supported_kernel_sets()) {
+    const ScopedKernelSet scoped(set);
+    for (int n = 0; n <= static_cast<int>(x.size()); n += (n < 20 ? 1 : 61)) {
+      SCOPED_TRACE(std::string(kernel_set_name(set)) + ", n " + std::to_string(n));
+      std::vector<double> out(static_cast<std::size_t>(n), -1.0);
+      exp_array(n, x.data(), out.data());
+      std::vector<double> in_place(x.begin(), x.begin() + n);
+      exp_array(n, in_place.data(), in_place.data());
+      int differing = 0;
+      for (int i = 0; i < n; ++i) {
+        const std::uint64_t want = std::bit_cast<std::uint64_t>(exp_kernel(x[static_cast<std::size_t>(i)]));
+        differing += std::bit_cast<std::uint64_t>(out[static_cast<std::size_t>(i)]) != want;
+        differing += std::bit_cast<std::uint64_t>(in_place[static_cast<std::size_t>(i)]) != want;
+      }
+      EXPECT_EQ(differing, 0);
+    }
+  }
 }
 
 }  // namespace

@@ -4,18 +4,16 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/kernel_set.h"
+#include "eval/attention_kernels_simd.h"
 #include "eval/exp_kernels.h"
 
 namespace tqlab {
 namespace {
 
-// Above this logit error exp(delta) overflows a double; the log-sum-exp form
-// takes over (where KL is anything but small, so it loses nothing).
-constexpr double kMaxExpDelta = 700.0;
-// expm1 where exp(delta) - 1 would cancel; exp beyond.
-constexpr double kExpm1Range = 0.5;
-// |sum p (e^delta - 1)| up to which log1p is used (beyond it log(sum p e^delta) is as exact).
-constexpr double kLog1pRange = 0.5;
+using attention_detail::kExpm1Range;
+using attention_detail::kLog1pRange;
+using attention_detail::kMaxExpDelta;
 
 // Sums in four interleaved lanes, added up pairwise at the end: a fixed order
 // (the same bits on every machine and instruction set), and the additions
@@ -82,8 +80,8 @@ int exact_softmax(int keys, const double* logits, double* p) {
   return argmax;
 }
 
-QueryAttentionError compare_query_attention(int keys, const double* logits, const double* p, int exact_argmax,
-                                            const double* delta, double* p_tilde, double* scratch) {
+QueryAttentionError compare_query_attention_reference(int keys, const double* logits, const double* p, int exact_argmax,
+                                                      const double* delta, double* p_tilde, double* scratch) {
   QueryAttentionError error;
   double largest_delta = delta[0];
   for (int j = 1; j < keys; ++j) largest_delta = std::max(largest_delta, delta[j]);
@@ -136,6 +134,27 @@ QueryAttentionError compare_query_attention(int keys, const double* logits, cons
   error.top5 = rank < 5;
   error.cosine = dot_of(keys, p, p_tilde) / std::sqrt(dot_of(keys, p, p) * dot_of(keys, p_tilde, p_tilde));
   return error;
+}
+
+// The portable form.
+#define TQLAB_DOUBLES_PER_STEP 8  // four SSE2 registers (measured faster than 4 per step)
+#include "eval/exp_kernels_wide.inc"
+#include "eval/attention_compare_fused.inc"
+#undef TQLAB_DOUBLES_PER_STEP
+
+QueryAttentionError compare_query_attention(int keys, const double* logits, const double* p, int exact_argmax,
+                                            const double* delta, double* p_tilde, double* scratch) {
+#if TQLAB_X86_KERNELS
+  switch (active_kernel_set()) {
+    case KernelSet::avx512:
+      return simd::compare_query_attention_avx512(keys, logits, p, exact_argmax, delta, p_tilde, scratch);
+    case KernelSet::avx2:
+      return simd::compare_query_attention_avx2(keys, logits, p, exact_argmax, delta, p_tilde, scratch);
+    case KernelSet::portable:
+      break;
+  }
+#endif
+  return compare_query_attention_fused(keys, logits, p, exact_argmax, delta, p_tilde, scratch);
 }
 
 }  // namespace tqlab

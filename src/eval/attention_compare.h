@@ -31,7 +31,14 @@ struct QueryAttentionError {
 
 /// Compares P (p, from exact_softmax of `logits`, with arg-max `exact_argmax`)
 /// with P~ for logits + delta, and writes P~ to p_tilde; `scratch` is working
-/// space. All arrays: `keys` doubles.
+/// space. All arrays: `keys` doubles. The definition, one plain pass per
+/// quantity (what the fast form is tested against).
+QueryAttentionError compare_query_attention_reference(int keys, const double* logits, const double* p, int exact_argmax,
+                                                      const double* delta, double* p_tilde, double* scratch);
+
+/// compare_query_attention_reference, bit for bit, fused into three passes
+/// over the keys and run in the widest instruction-set form the CPU has
+/// (core/kernel_set.h; attention_compare_fused.inc).
 QueryAttentionError compare_query_attention(int keys, const double* logits, const double* p, int exact_argmax,
                                             const double* delta, double* p_tilde, double* scratch);
 

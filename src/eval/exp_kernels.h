@@ -84,7 +84,8 @@ inline double expm1_small(double x) {
 }
 
 
-/// out[i] = exp_kernel(x[i]) for i < n (out may alias x).
+/// out[i] = exp_kernel(x[i]) for i < n (out may alias x), in the widest
+/// instruction-set form the CPU has (core/kernel_set.h), the same bits in each.
 void exp_array(int n, const double* x, double* out);
 
 }  // namespace tqlab
