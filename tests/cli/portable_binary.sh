@@ -1,7 +1,8 @@
 # Portable binaries with runtime kernel dispatch (issue 7, core/kernel_set.h):
 # - tqlab --version names the kernels in use, and TQLAB_KERNELS forces a form
 #   (an unknown one, or one the CPU lacks, is one error line and exit 2);
-# - every form the CPU runs writes the same bytes through `tqlab roundtrip`;
+# - every form the CPU runs writes the same bytes through `tqlab roundtrip`, and the same
+#   numbers through `tqlab sweep`;
 # - in the default (TQLAB_NATIVE=OFF) build no function outside the dispatched
 #   kernels (namespace tqlab::simd) contains an AVX instruction, so the binary
 #   starts and runs its portable kernels on any x86-64 CPU. That is what would
@@ -46,6 +47,22 @@ for form in "${forms[@]}"; do
     cmp -s rt_portable.safetensors "rt_$form.safetensors" || fail "$form kernels wrote other bytes than portable ones"
     cmp -s rt128_portable.safetensors "rt128_$form.safetensors" ||
       fail "$form kernels wrote other bytes than portable ones (head dim 128)"
+  fi
+done
+
+# The sweep's metrics (attention KL, top-k and cosine run in dispatched kernels too, as do the
+# quantizers under them): the same numbers from every form, to the last bit (tolerance 0).
+cat > sweep.json <<'JSON'
+{"name": "forms", "data": {"path": "kv.safetensors"},
+ "grid": {"k": ["tq:b=2", "tq:b=4,rot=haar"], "v": ["tq:b=3"]},
+ "metrics": {"attention": {"chunk": 128}, "needle": {"trials": 8}}}
+JSON
+for form in "${forms[@]}"; do
+  expect_exit 0 "sweep with $form kernels" -- env TQLAB_KERNELS=$form \
+    "$TQLAB" sweep --config sweep.json --quiet --out "sweep_$form.json"
+  if [ "$form" != portable ]; then
+    expect_exit 0 "sweep results of $form and portable kernels, tolerance 0" -- \
+      "$TQLAB" diff --rtol 0 --atol 0 sweep_portable.json "sweep_$form.json"
   fi
 done
 
