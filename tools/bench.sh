@@ -4,7 +4,8 @@
 #   probe      a hand-tuned single-configuration AVX2 kernel (tq:b=4, D = 128), built here with
 #              -O3 -march=native and its clock switched to thread CPU time (tools/bench/thread_cpu_clock.h)
 #   peer       a plain numpy implementation of the same quantizer, one BLAS thread, CPU time
-#   attention  the sweep's attention block beside plain sgemm of the same shapes (bench/attention_bench.cpp)
+#   attention  the sweep's attention block beside plain sgemm of the same shapes (bench/attention_bench.cpp),
+#              and again in its AVX2 form when the CPU picked AVX-512
 #   ceilings   memcpy (BM_CopyCeiling), sgemm (BM_AttentionSgemms), cp of a 256 MiB file
 #   sweep      tools/bench_sweep.sh (minutes; --no-sweep skips it)
 #   roundtrip  tools/bench_roundtrip.sh, when present
@@ -56,15 +57,17 @@ OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1 "$build/bench/tqlab_bench" \
   --benchmark_filter='^BM_Quant(RoundTrip|Encode|Decode)/(tq_b4|tq_b3_qjl_prod)$|^BM_CopyCeiling$|^BM_Attention' \
   --benchmark_min_time="$min_time" --benchmark_repetitions=3 --benchmark_format=json --benchmark_out="$work/bench.json" \
   --benchmark_out_format=json >/dev/null 2>"$work/bench.err" || { cat "$work/bench.err" >&2; exit 1; }
-/usr/bin/python3 - "$work/bench.json" >> "$figures" <<'PY'
+parse_benchmarks() {  # JSON PREFIX: best-of-3 figures as PREFIX-named key=value lines
+/usr/bin/python3 - "$@" <<'PY'
 import json, sys
+prefix = sys.argv[2]
 # Best of the 3 repetitions (the least disturbed by other processes), as the probe reports
 # its best of 3: the same statistic on both sides of a ratio.
 best = {}
 for b in json.load(open(sys.argv[1]))["benchmarks"]:
     if b.get("run_type") == "aggregate":
         continue
-    name = b["name"].replace("BM_", "").replace("/", "_")
+    name = prefix + b["name"].replace("BM_", "").replace("/", "_")
     key = b.get("items_per_second", 0) or b.get("gemm_flops", 0)
     if name not in best or key > (best[name].get("items_per_second", 0) or best[name].get("gemm_flops", 0)):
         best[name] = b
@@ -77,6 +80,19 @@ for name, b in best.items():
         print(f"{name}_gflops={b['gemm_flops'] / 1e9:.2f}")
         print(f"{name}_ms={b['cpu_time']:.3f}")
 PY
+}
+parse_benchmarks "$work/bench.json" "" >> "$figures"
+
+# ---- the attention block once more in its AVX2 form, on a CPU that picked AVX-512 (the form an
+# AVX2-only machine runs; the same sgemm, OpenBLAS's Haswell kernels, either way)
+if env TQLAB_KERNELS=avx512 "$build/tqlab" --version >/dev/null 2>&1; then
+  note "attention benchmarks, AVX2 form ..."
+  TQLAB_KERNELS=avx2 OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1 "$build/bench/tqlab_bench" \
+    --benchmark_filter='^BM_Attention(Compare|Sgemms|PerQuery)$' --benchmark_min_time="$min_time" \
+    --benchmark_repetitions=3 --benchmark_format=json --benchmark_out="$work/bench_avx2.json" \
+    --benchmark_out_format=json >/dev/null 2>"$work/bench.err" || { cat "$work/bench.err" >&2; exit 1; }
+  parse_benchmarks "$work/bench_avx2.json" "avx2_" >> "$figures"
+fi
 
 # ---- the probe kernel
 if [ -n "$peers" ] && [ -f "$peers/tq_probe_avx2.cpp" ]; then
@@ -171,6 +187,11 @@ fig("  time per comparison", "AttentionCompare_ms", "ms")
 fig("  of which the 3 sgemms alone", "AttentionSgemms_ms", "ms")
 fig("  of which exp/softmax/KL/top-k alone", "AttentionPerQuery_ms", "ms")
 fig("set_exact (once per q head and block)", "AttentionSetExact_ms", "ms")
+if "avx2_AttentionCompare_gflops" in f:
+    print("attention block, AVX2 form of its kernels (TQLAB_KERNELS=avx2)")
+    ratio("  attention block / sgemm", "avx2_AttentionCompare_gflops", "avx2_AttentionSgemms_gflops", "target >= 0.60")
+    fig("  time per comparison", "avx2_AttentionCompare_ms", "ms")
+    fig("  of which exp/softmax/KL/top-k alone", "avx2_AttentionPerQuery_ms", "ms")
 if "sweep_shape" in f:
     print(f"sweep ({f['sweep_shape']}, {f.get('runs')} runs; wall time)")
     for t in ("1", "2"):
