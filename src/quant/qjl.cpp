@@ -116,6 +116,30 @@ void add_signed_rows(std::int64_t n, int dim, int m, const float* panels, const 
   }
 }
 
+// signed_scales[v * m + i] = scales[v] for a sign 1, else -scales[v]: the
+// sign bit flipped (float(-x) = -float(x), as the reference rounds its double
+// -scale), set without a branch: random signs mispredict half the time.
+void signed_scales_portable(std::int64_t n, int m, const std::uint8_t* signs, const float* scales,
+                            float* signed_scales) {
+  for (std::int64_t v = 0; v < n; ++v) {
+    const auto scale_bits = std::bit_cast<std::uint32_t>(scales[v]);
+    for (int i = 0; i < m; ++i) {
+      signed_scales[v * m + i] =
+          std::bit_cast<float>(scale_bits ^ (static_cast<std::uint32_t>(signs[v * m + i] == 0) << 31));
+    }
+  }
+}
+
+void make_signed_scales(std::int64_t n, int m, const std::uint8_t* signs, const float* scales, float* signed_scales) {
+  switch (active_kernel_set()) {
+#if TQLAB_X86_KERNELS
+    case KernelSet::avx512: return simd::qjl_signed_scales_avx512(n, m, signs, scales, signed_scales);
+    case KernelSet::avx2: return simd::qjl_signed_scales_avx2(n, m, signs, scales, signed_scales);
+#endif
+    default: return signed_scales_portable(n, m, signs, scales, signed_scales);
+  }
+}
+
 // Vectors per kernel call: enough that the kernels reuse each panel of the
 // matrix they load into L1 many times, few enough to bound the scratch below.
 constexpr std::int64_t kBatchVectors = 256;
@@ -123,7 +147,11 @@ constexpr std::int64_t kBatchVectors = 256;
 // Per-thread buffers that keep their memory from call to call (allocating and
 // zeroing 128 KiB per 256-vector call cost ~4% of a round trip). One per use,
 // so that no two live buffers share one.
-enum ScratchUse { kCellsScratch /* n x m floats: projections or signed scales */, kNormsScratch, kUncertainScratch };
+enum ScratchUse {
+  kCellsScratch,     // n x m floats: projections, or signed scales
+  kNormsScratch,     // n floats: residual norms, or scales
+  kUncertainScratch  // n flags
+};
 
 template <typename T, ScratchUse use>
 T* scratch(std::size_t count) {
@@ -239,22 +267,14 @@ void QjlSketch::add_estimate_reference(const std::uint8_t* signs, float residual
 void QjlSketch::add_estimate(std::int64_t n, const std::uint8_t* signs, const float* residual_norms, float* out,
                              std::int64_t out_stride) const {
   if (n <= 0) return;
-  // +-scale per (row, sign), so that the kernels' inner loop only loads and
-  // broadcasts. -scale is scale with its sign bit flipped (float(-x) =
-  // -float(x), as the reference rounds it), set without a branch: random
-  // signs mispredict half the time.
+  // +-scale per (row, sign), so that the kernels' inner loop only loads and broadcasts.
   for (std::int64_t first = 0; first < n; first += kBatchVectors) {
     const std::int64_t count = std::min(kBatchVectors, n - first);
+    float* scales = scratch<float, kNormsScratch>(static_cast<std::size_t>(count));
+    for (std::int64_t v = 0; v < count; ++v) scales[v] = estimate_scale(projections_, residual_norms[first + v]);
     float* signed_scales =
         scratch<float, kCellsScratch>(static_cast<std::size_t>(count) * static_cast<std::size_t>(projections_));
-    for (std::int64_t v = 0; v < count; ++v) {
-      const auto scale_bits = std::bit_cast<std::uint32_t>(estimate_scale(projections_, residual_norms[first + v]));
-      const std::uint8_t* row_signs = signs + (first + v) * projections_;
-      float* row_scales = signed_scales + v * projections_;
-      for (int i = 0; i < projections_; ++i) {
-        row_scales[i] = std::bit_cast<float>(scale_bits ^ (static_cast<std::uint32_t>(row_signs[i] == 0) << 31));
-      }
-    }
+    make_signed_scales(count, projections_, signs + first * projections_, scales, signed_scales);
     add_signed_rows(count, dim_, projections_, estimate_panels_.data(), signed_scales, out + first * out_stride, out_stride);
   }
 }

@@ -30,6 +30,14 @@ struct Floats {
   static unsigned greater_mask(Type a, Type b) {
     return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ)));
   }
+  static Type signed_by(const std::uint8_t* signs, Type scale) {
+    std::int64_t eight;
+    std::memcpy(&eight, signs, sizeof eight);
+    const __m256i bytes = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(eight));
+    const __m256i negative = _mm256_cmpeq_epi32(bytes, _mm256_setzero_si256());
+    const __m256i flip = _mm256_and_si256(negative, _mm256_set1_epi32(INT32_MIN));
+    return _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(scale), flip));
+  }
   // Bit k of the mask to byte k: the mask copied into every byte, byte k
   // masked to bit k, then 0x7f added (no carry between bytes) so that bit 7
   // of byte k is bit k (core/bit_pack.cpp's unpacking).
@@ -51,6 +59,10 @@ void qjl_project_avx2(long n, int dim, int m, const float* panels, const float* 
 void qjl_add_signed_rows_avx2(long n, int dim, int m, const float* panels, const float* signed_scales, float* out,
                               long out_stride) {
   add_signed_rows<Floats>(n, dim, m, panels, signed_scales, out, out_stride);
+}
+
+void qjl_signed_scales_avx2(long n, int m, const std::uint8_t* signs, const float* scales, float* signed_scales) {
+  tqlab::simd::signed_scales<Floats>(n, m, signs, scales, signed_scales);
 }
 
 void qjl_certify_signs_avx2(long n, int m, const float* projections, const float* margins,

@@ -28,6 +28,12 @@ struct Floats {
   static Type zero() { return _mm512_setzero_ps(); }
   static Type abs(Type v) { return _mm512_abs_ps(v); }
   static unsigned greater_mask(Type a, Type b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+  static Type signed_by(const std::uint8_t* signs, Type scale) {
+    const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(signs)));
+    const __mmask16 negative = _mm512_testn_epi32_mask(bytes, bytes);
+    const __m512i bits = _mm512_castps_si512(scale);
+    return _mm512_castsi512_ps(_mm512_mask_xor_epi32(bits, negative, bits, _mm512_set1_epi32(INT32_MIN)));
+  }
   static void store_mask_bytes(std::uint8_t* at, unsigned mask) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(at), _mm_maskz_set1_epi8(static_cast<__mmask16>(mask), 1));
   }
@@ -44,6 +50,10 @@ void qjl_project_avx512(long n, int dim, int m, const float* panels, const float
 void qjl_add_signed_rows_avx512(long n, int dim, int m, const float* panels, const float* signed_scales, float* out,
                               long out_stride) {
   add_signed_rows<Floats>(n, dim, m, panels, signed_scales, out, out_stride);
+}
+
+void qjl_signed_scales_avx512(long n, int m, const std::uint8_t* signs, const float* scales, float* signed_scales) {
+  tqlab::simd::signed_scales<Floats>(n, m, signs, scales, signed_scales);
 }
 
 void qjl_certify_signs_avx512(long n, int m, const float* projections, const float* margins,

@@ -36,6 +36,12 @@ void qjl_add_signed_rows_avx2(long n, int dim, int m, const float* panels, const
 void qjl_add_signed_rows_avx512(long n, int dim, int m, const float* panels, const float* signed_scales, float* out,
                                 long out_stride);
 
+/// signed_scales[v * m + i] = scales[v] when signs[v * m + i] != 0, else
+/// -scales[v] (its sign bit flipped): qjl.cpp's signed_scales_portable bit for
+/// bit. signs: n x m bytes; scales: n; signed_scales: n x m.
+void qjl_signed_scales_avx2(long n, int m, const std::uint8_t* signs, const float* scales, float* signed_scales);
+void qjl_signed_scales_avx512(long n, int m, const std::uint8_t* signs, const float* scales, float* signed_scales);
+
 /// certify_signs (quant/qjl_certify.h), W rows per compare: the same signs and
 /// the same uncertain flags. projections: n x m; margins: m; residual_norms:
 /// n; signs: n x m; uncertain: n.
