@@ -58,14 +58,15 @@ std::vector<float> to_panels(int rows, int cols, Element element) {
   return panels;
 }
 
-// The plain form of the float projections, a panel of S^T at a time (GCC vectorizes across its columns).
+// The plain form of the float projections, a panel of S^T at a time for all
+// vectors (it stays in L1; GCC vectorizes across its columns).
 void project_portable(std::int64_t n, int dim, int m, const float* panels, const float* residuals,
                       float* projections) {
-  for (std::int64_t v = 0; v < n; ++v) {
-    const float* residual = residuals + v * dim;
-    for (int first = 0; first < m; first += simd::kQjlPanel) {
-      const int width = std::min(simd::kQjlPanel, m - first);
-      const float* panel = panels + static_cast<std::size_t>(first) * static_cast<std::size_t>(dim);
+  for (int first = 0; first < m; first += simd::kQjlPanel) {
+    const int width = std::min(simd::kQjlPanel, m - first);
+    const float* panel = panels + static_cast<std::size_t>(first) * static_cast<std::size_t>(dim);
+    for (std::int64_t v = 0; v < n; ++v) {
+      const float* residual = residuals + v * dim;
       float* sums = projections + v * m + first;
       for (int c = 0; c < width; ++c) sums[c] = 0.0f;
       for (int j = 0; j < dim; ++j) {
@@ -88,13 +89,13 @@ void project(std::int64_t n, int dim, int m, const float* panels, const float* r
 }
 
 // out[j] += signed_scales[i] * S_ij, rows in order: the reference's arithmetic
-// (a panel of S at a time changes no channel's order).
+// (a panel of S at a time, for all vectors, changes no channel's order).
 void add_signed_rows_portable(std::int64_t n, int dim, int m, const float* panels, const float* signed_scales,
                               float* out, std::int64_t out_stride) {
-  for (std::int64_t v = 0; v < n; ++v) {
-    for (int first = 0; first < dim; first += simd::kQjlPanel) {
-      const int width = std::min(simd::kQjlPanel, dim - first);
-      const float* panel = panels + static_cast<std::size_t>(first) * static_cast<std::size_t>(m);
+  for (int first = 0; first < dim; first += simd::kQjlPanel) {
+    const int width = std::min(simd::kQjlPanel, dim - first);
+    const float* panel = panels + static_cast<std::size_t>(first) * static_cast<std::size_t>(m);
+    for (std::int64_t v = 0; v < n; ++v) {
       float* row_out = out + v * out_stride + first;
       for (int i = 0; i < m; ++i) {
         const float* row = panel + static_cast<std::size_t>(i) * static_cast<std::size_t>(width);
