@@ -1,5 +1,5 @@
-// The instruction-set forms of the QJL kernels (qjl.h), internal to qjl.cpp,
-// which calls the one core/kernel_set.h chooses; the caller has checked that
+// The instruction-set forms of the QJL kernels (qjl.h), internal to qjl.cpp
+// and qjl_certify.cpp, which call the one core/kernel_set.h chooses; the caller has checked that
 // the CPU supports it. n vectors at a time: the matrix is read once for
 // several of them (qjl_kernels.inc).
 //   *_avx2    AVX2 + FMA (qjl_avx2.cpp)
