@@ -40,7 +40,7 @@ struct Floats {
   }
   // Bit k of the mask to byte k: the mask copied into every byte, byte k
   // masked to bit k, then 0x7f added (no carry between bytes) so that bit 7
-  // of byte k is bit k (core/bit_pack.cpp's unpacking).
+  // of byte k is bit k.
   static void store_mask_bytes(std::uint8_t* at, unsigned mask) {
     const std::uint64_t spread = (mask * 0x0101010101010101u) & 0x8040201008040201u;
     const std::uint64_t bytes = ((spread + 0x7f7f7f7f7f7f7f7fu) >> 7) & 0x0101010101010101u;
