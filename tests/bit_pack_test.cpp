@@ -44,7 +44,7 @@ TEST(BitPackTest, EveryWidthAndOffsetRoundTrips) {
   std::mt19937 generator(7);
   for (int bits = 1; bits <= 8; ++bits) {
     for (std::uint64_t offset : {0u, 3u, 8u, 13u}) {
-      for (std::size_t count : {1u, 7u, 8u, 64u, 129u}) {
+      for (std::size_t count : {1u, 7u, 8u, 16u, 24u, 64u, 128u, 129u}) {
         std::vector<std::uint8_t> codes(count);
         for (auto& code : codes) code = static_cast<std::uint8_t>(generator() & ((1u << bits) - 1));
         std::vector<std::uint8_t> packed(packed_bytes(count, bits) + 3, 0);

@@ -1,5 +1,6 @@
 #include "quant/qjl.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -8,6 +9,7 @@
 
 #include "core/kernel_set.h"
 #include "core/rng.h"
+#include "quant/qjl_certify.h"
 #include "quant/qjl_simd.h"
 
 namespace tqlab {
@@ -41,53 +43,122 @@ double double_dot(int dim, const float* row, const float* residual) {
   return projection;
 }
 
-// The plain form of the float projections: S^T's columns, which GCC vectorizes across rows.
-void project_portable(std::int64_t n, int dim, int m, const float* transposed, const float* residuals,
+// The panel layout of qjl_simd.h: kQjlPanel columns of a rows x cols matrix
+// at a time, each panel row by row. element(r, c) gives the matrix's entries.
+template <typename Element>
+std::vector<float> to_panels(int rows, int cols, Element element) {
+  std::vector<float> panels(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
+  float* at = panels.data();
+  for (int first = 0; first < cols; first += simd::kQjlPanel) {
+    const int width = std::min(simd::kQjlPanel, cols - first);
+    for (int r = 0; r < rows; ++r) {
+      for (int c = first; c < first + width; ++c) *at++ = element(r, c);
+    }
+  }
+  return panels;
+}
+
+// The plain form of the float projections, a panel of S^T at a time for all
+// vectors (it stays in L1; GCC vectorizes across its columns).
+void project_portable(std::int64_t n, int dim, int m, const float* panels, const float* residuals,
                       float* projections) {
-  for (std::int64_t v = 0; v < n; ++v) {
-    float* sums = projections + v * m;
-    const float* residual = residuals + v * dim;
-    for (int i = 0; i < m; ++i) sums[i] = 0.0f;
-    for (int j = 0; j < dim; ++j) {
-      const float r = residual[j];
-      const float* column = transposed + static_cast<std::size_t>(j) * static_cast<std::size_t>(m);
-      for (int i = 0; i < m; ++i) sums[i] += column[i] * r;
+  for (int first = 0; first < m; first += simd::kQjlPanel) {
+    const int width = std::min(simd::kQjlPanel, m - first);
+    const float* panel = panels + static_cast<std::size_t>(first) * static_cast<std::size_t>(dim);
+    for (std::int64_t v = 0; v < n; ++v) {
+      const float* residual = residuals + v * dim;
+      float* sums = projections + v * m + first;
+      for (int c = 0; c < width; ++c) sums[c] = 0.0f;
+      for (int j = 0; j < dim; ++j) {
+        const float r = residual[j];
+        const float* column = panel + static_cast<std::size_t>(j) * static_cast<std::size_t>(width);
+        for (int c = 0; c < width; ++c) sums[c] += column[c] * r;
+      }
     }
   }
 }
 
-void project(std::int64_t n, int dim, int m, const float* transposed, const float* residuals, float* projections) {
+void project(std::int64_t n, int dim, int m, const float* panels, const float* residuals, float* projections) {
   switch (active_kernel_set()) {
 #if TQLAB_X86_KERNELS
-    case KernelSet::avx512: return simd::qjl_project_avx512(n, dim, m, transposed, residuals, projections);
-    case KernelSet::avx2: return simd::qjl_project_avx2(n, dim, m, transposed, residuals, projections);
+    case KernelSet::avx512: return simd::qjl_project_avx512(n, dim, m, panels, residuals, projections);
+    case KernelSet::avx2: return simd::qjl_project_avx2(n, dim, m, panels, residuals, projections);
 #endif
-    default: return project_portable(n, dim, m, transposed, residuals, projections);
+    default: return project_portable(n, dim, m, panels, residuals, projections);
   }
 }
 
-// out[j] += signed_scales[i] * S_ij, rows in order: the reference's arithmetic.
-void add_signed_rows_portable(std::int64_t n, int dim, int m, const float* matrix, const float* signed_scales,
+// out[j] += signed_scales[i] * S_ij, rows in order: the reference's arithmetic
+// (a panel of S at a time, for all vectors, changes no channel's order).
+void add_signed_rows_portable(std::int64_t n, int dim, int m, const float* panels, const float* signed_scales,
                               float* out, std::int64_t out_stride) {
-  for (std::int64_t v = 0; v < n; ++v) {
-    float* row_out = out + v * out_stride;
-    for (int i = 0; i < m; ++i) {
-      const float* row = matrix + static_cast<std::size_t>(i) * static_cast<std::size_t>(dim);
-      const float signed_scale = signed_scales[v * m + i];
-      for (int j = 0; j < dim; ++j) row_out[j] += signed_scale * row[j];
+  for (int first = 0; first < dim; first += simd::kQjlPanel) {
+    const int width = std::min(simd::kQjlPanel, dim - first);
+    const float* panel = panels + static_cast<std::size_t>(first) * static_cast<std::size_t>(m);
+    for (std::int64_t v = 0; v < n; ++v) {
+      float* row_out = out + v * out_stride + first;
+      for (int i = 0; i < m; ++i) {
+        const float* row = panel + static_cast<std::size_t>(i) * static_cast<std::size_t>(width);
+        const float signed_scale = signed_scales[v * m + i];
+        for (int c = 0; c < width; ++c) row_out[c] += signed_scale * row[c];
+      }
     }
   }
 }
 
-void add_signed_rows(std::int64_t n, int dim, int m, const float* matrix, const float* signed_scales, float* out,
+void add_signed_rows(std::int64_t n, int dim, int m, const float* panels, const float* signed_scales, float* out,
                      std::int64_t out_stride) {
   switch (active_kernel_set()) {
 #if TQLAB_X86_KERNELS
-    case KernelSet::avx512: return simd::qjl_add_signed_rows_avx512(n, dim, m, matrix, signed_scales, out, out_stride);
-    case KernelSet::avx2: return simd::qjl_add_signed_rows_avx2(n, dim, m, matrix, signed_scales, out, out_stride);
+    case KernelSet::avx512: return simd::qjl_add_signed_rows_avx512(n, dim, m, panels, signed_scales, out, out_stride);
+    case KernelSet::avx2: return simd::qjl_add_signed_rows_avx2(n, dim, m, panels, signed_scales, out, out_stride);
 #endif
-    default: return add_signed_rows_portable(n, dim, m, matrix, signed_scales, out, out_stride);
+    default: return add_signed_rows_portable(n, dim, m, panels, signed_scales, out, out_stride);
   }
+}
+
+// signed_scales[v * m + i] = scales[v] for a sign 1, else -scales[v]: the
+// sign bit flipped (float(-x) = -float(x), as the reference rounds its double
+// -scale), set without a branch: random signs mispredict half the time.
+void signed_scales_portable(std::int64_t n, int m, const std::uint8_t* signs, const float* scales,
+                            float* signed_scales) {
+  for (std::int64_t v = 0; v < n; ++v) {
+    const auto scale_bits = std::bit_cast<std::uint32_t>(scales[v]);
+    for (int i = 0; i < m; ++i) {
+      signed_scales[v * m + i] =
+          std::bit_cast<float>(scale_bits ^ (static_cast<std::uint32_t>(signs[v * m + i] == 0) << 31));
+    }
+  }
+}
+
+void make_signed_scales(std::int64_t n, int m, const std::uint8_t* signs, const float* scales, float* signed_scales) {
+  switch (active_kernel_set()) {
+#if TQLAB_X86_KERNELS
+    case KernelSet::avx512: return simd::qjl_signed_scales_avx512(n, m, signs, scales, signed_scales);
+    case KernelSet::avx2: return simd::qjl_signed_scales_avx2(n, m, signs, scales, signed_scales);
+#endif
+    default: return signed_scales_portable(n, m, signs, scales, signed_scales);
+  }
+}
+
+// Vectors per kernel call: enough that the kernels reuse each panel of the
+// matrix they load into L1 many times, few enough to bound the scratch below.
+constexpr std::int64_t kBatchVectors = 256;
+
+// Per-thread buffers that keep their memory from call to call (allocating and
+// zeroing 128 KiB per 256-vector call cost ~4% of a round trip). One per use,
+// so that no two live buffers share one.
+enum ScratchUse {
+  kCellsScratch,     // n x m floats: projections, or signed scales
+  kNormsScratch,     // n floats: residual norms, or scales
+  kUncertainScratch  // n flags
+};
+
+template <typename T, ScratchUse use>
+T* scratch(std::size_t count) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < count) buffer.resize(count);
+  return buffer.data();
 }
 
 // sqrt(pi/2) / m * ||r||, rounded to float once (as the reference's double
@@ -104,14 +175,16 @@ QjlSketch::QjlSketch(int dim, int projections, std::uint64_t seed)
   for (float& entry : matrix_) entry = static_cast<float>(rng.gaussian());
   const auto m = static_cast<std::size_t>(projections);
   const auto n = static_cast<std::size_t>(dim);
-  transposed_.resize(matrix_.size());
+  // S^T for the projections, S for the estimate, each in panels (qjl_simd.h).
+  const auto entry_of = [&](int i, int j) { return matrix_[static_cast<std::size_t>(i) * n + static_cast<std::size_t>(j)]; };
+  projection_panels_ = to_panels(dim, projections, [&](int j, int i) { return entry_of(i, j); });
+  estimate_panels_ = to_panels(projections, dim, entry_of);
   margins_.resize(m);
   const double gamma_sum = gamma(2.0 * dim, kUnitRoundoffFloat) + gamma(dim, kUnitRoundoffDouble);
   for (std::size_t i = 0; i < m; ++i) {
     double squares = 0.0;
     for (std::size_t j = 0; j < n; ++j) {
       const float entry = matrix_[i * n + j];
-      transposed_[j * m + i] = entry;
       squares += static_cast<double>(entry) * entry;
     }
     // Rounded up to float (and 2^-20 more), so that the float margin is never below the bound.
@@ -120,7 +193,7 @@ QjlSketch::QjlSketch(int dim, int projections, std::uint64_t seed)
 }
 
 std::size_t QjlSketch::bytes() const {
-  return (matrix_.size() + transposed_.size()) * sizeof(float) + margins_.size() * sizeof(float);
+  return (matrix_.size() + projection_panels_.size() + estimate_panels_.size() + margins_.size()) * sizeof(float);
 }
 
 void QjlSketch::sketch_reference(const float* residual, std::uint8_t* signs) const {
@@ -136,52 +209,48 @@ void QjlSketch::sketch(std::int64_t n, const float* residuals, const float* resi
     for (std::int64_t v = 0; v < n; ++v) sketch_reference(residuals + v * dim_, signs + v * projections_);
     return;
   }
-  const std::size_t cells = static_cast<std::size_t>(n) * static_cast<std::size_t>(projections_);
-  constexpr std::size_t kOnStack = 512;
-  float on_stack[kOnStack];
-  std::vector<float> on_heap;
-  float* all_projections = on_stack;
-  if (cells > kOnStack) {
-    on_heap.resize(cells);
-    all_projections = on_heap.data();
-  }
-  project(n, dim_, projections_, transposed_.data(), residuals, all_projections);
-  for (std::int64_t v = 0; v < n; ++v) {
-    const float* residual = residuals + v * dim_;
-    const float* projections = all_projections + v * projections_;
-    std::uint8_t* row_signs = signs + v * projections_;
+  const auto m = static_cast<std::size_t>(projections_);
+  const auto dim = static_cast<std::size_t>(dim_);
+  for (std::int64_t first = 0; first < n; first += kBatchVectors) {
+    const std::int64_t count = std::min(kBatchVectors, n - first);
+    const float* batch_residuals = residuals + first * dim_;
+    std::uint8_t* batch_signs = signs + first * projections_;
+    float* projections = scratch<float, kCellsScratch>(static_cast<std::size_t>(count) * m);
+    project(count, dim_, projections_, projection_panels_.data(), batch_residuals, projections);
     // ||r|| in double: squares of floats neither overflow nor underflow there.
     // Four sums for speed; the margin does not depend on their order. The
     // margin's own roundings (relative 2^-24 each, the given norm's among
     // them) are covered by its factor 2; a product that underflows loses at
     // most 2^-149, covered by the underflow term; one that overflows (or a
-    // NaN) makes every comparison false. The test runs in float (vectorizes).
-    float residual_norm = 0.0f;
-    if (residual_norms != nullptr) {
-      residual_norm = residual_norms[v];
-    } else {
-      double squares[4] = {0.0, 0.0, 0.0, 0.0};
-      int j = 0;
-      for (; j + 4 <= dim_; j += 4) {
-        for (int k = 0; k < 4; ++k) squares[k] += static_cast<double>(residual[j + k]) * residual[j + k];
+    // NaN) makes every comparison false.
+    const float* norms = residual_norms != nullptr ? residual_norms + first : nullptr;
+    if (norms == nullptr) {
+      float* computed = scratch<float, kNormsScratch>(static_cast<std::size_t>(count));
+      for (std::int64_t v = 0; v < count; ++v) {
+        const float* residual = batch_residuals + v * dim_;
+        double squares[4] = {0.0, 0.0, 0.0, 0.0};
+        std::size_t j = 0;
+        for (; j + 4 <= dim; j += 4) {
+          for (std::size_t k = 0; k < 4; ++k) squares[k] += static_cast<double>(residual[j + k]) * residual[j + k];
+        }
+        for (; j < dim; ++j) squares[0] += static_cast<double>(residual[j]) * residual[j];
+        computed[v] = static_cast<float>(std::sqrt((squares[0] + squares[1]) + (squares[2] + squares[3])));
       }
-      for (; j < dim_; ++j) squares[0] += static_cast<double>(residual[j]) * residual[j];
-      residual_norm = static_cast<float>(std::sqrt((squares[0] + squares[1]) + (squares[2] + squares[3])));
+      norms = computed;
     }
     const auto underflow_margin = static_cast<float>(2.0 * dim_ * kSmallestSubnormalFloat);
-    // Locals, and no stores in the test's loop: the byte stores to signs could
-    // alias anything, and would keep GCC from vectorizing it.
-    const float* margins = margins_.data();
-    const int m = projections_;
-    int uncertain = 0;
-    for (int i = 0; i < m; ++i) uncertain += std::fabs(projections[i]) > margins[i] * residual_norm + underflow_margin ? 0 : 1;
-    for (int i = 0; i < m; ++i) row_signs[i] = projections[i] > 0.0f ? 1 : 0;
-    if (uncertain == 0) continue;
-    for (int i = 0; i < projections_; ++i) {
-      const float projection = projections[i];
-      if (!(std::fabs(projection) > margins_[static_cast<std::size_t>(i)] * residual_norm + underflow_margin)) {
-        const float* row = matrix_.data() + static_cast<std::size_t>(i) * dim_;
-        row_signs[i] = double_dot(dim_, row, residual) >= 0.0 ? 1 : 0;
+    std::uint8_t* uncertain = scratch<std::uint8_t, kUncertainScratch>(static_cast<std::size_t>(count));
+    certify_signs(count, projections_, projections, margins_.data(), norms, underflow_margin, batch_signs, uncertain);
+    // The rows the test left uncertain (a few in 10^4) take the reference's double dot product.
+    for (std::int64_t v = 0; v < count; ++v) {
+      if (uncertain[v] == 0) continue;
+      const float* residual = batch_residuals + v * dim_;
+      const float* row_projections = projections + v * projections_;
+      for (std::size_t i = 0; i < m; ++i) {
+        if (!(std::fabs(row_projections[i]) > margins_[i] * norms[v] + underflow_margin)) {
+          batch_signs[v * projections_ + static_cast<std::int64_t>(i)] =
+              double_dot(dim_, matrix_.data() + i * dim, residual) >= 0.0 ? 1 : 0;
+        }
       }
     }
   }
@@ -199,21 +268,16 @@ void QjlSketch::add_estimate_reference(const std::uint8_t* signs, float residual
 void QjlSketch::add_estimate(std::int64_t n, const std::uint8_t* signs, const float* residual_norms, float* out,
                              std::int64_t out_stride) const {
   if (n <= 0) return;
-  // +-scale per (row, sign), so that the kernels' inner loop only loads and
-  // broadcasts. -scale is scale with its sign bit flipped (float(-x) =
-  // -float(x), as the reference rounds it), set without a branch: random
-  // signs mispredict half the time.
-  const std::size_t cells = static_cast<std::size_t>(n) * static_cast<std::size_t>(projections_);
-  std::vector<float> signed_scales(cells);
-  for (std::int64_t v = 0; v < n; ++v) {
-    const auto scale_bits = std::bit_cast<std::uint32_t>(estimate_scale(projections_, residual_norms[v]));
-    const std::uint8_t* row_signs = signs + v * projections_;
-    float* row_scales = signed_scales.data() + v * projections_;
-    for (int i = 0; i < projections_; ++i) {
-      row_scales[i] = std::bit_cast<float>(scale_bits ^ (static_cast<std::uint32_t>(row_signs[i] == 0) << 31));
-    }
+  // +-scale per (row, sign), so that the kernels' inner loop only loads and broadcasts.
+  for (std::int64_t first = 0; first < n; first += kBatchVectors) {
+    const std::int64_t count = std::min(kBatchVectors, n - first);
+    float* scales = scratch<float, kNormsScratch>(static_cast<std::size_t>(count));
+    for (std::int64_t v = 0; v < count; ++v) scales[v] = estimate_scale(projections_, residual_norms[first + v]);
+    float* signed_scales =
+        scratch<float, kCellsScratch>(static_cast<std::size_t>(count) * static_cast<std::size_t>(projections_));
+    make_signed_scales(count, projections_, signs + first * projections_, scales, signed_scales);
+    add_signed_rows(count, dim_, projections_, estimate_panels_.data(), signed_scales, out + first * out_stride, out_stride);
   }
-  add_signed_rows(n, dim_, projections_, matrix_.data(), signed_scales.data(), out, out_stride);
 }
 
 }  // namespace tqlab

@@ -64,14 +64,15 @@ class QjlSketch {
   /// The projection matrix S, row-major (projections x dim).
   const std::vector<float>& matrix() const { return matrix_; }
 
-  /// Bytes held (S, its transpose, the per-row margins), for the codec cache's budget.
+  /// Bytes held (S, S^T and S in the kernels' panel layout, the per-row margins), for the codec cache's budget.
   std::size_t bytes() const;
 
  private:
   int dim_;
   int projections_;
   std::vector<float> matrix_;      // projections x dim
-  std::vector<float> transposed_;  // dim x projections: S^T, so that a SIMD lane holds one row's sum
+  std::vector<float> projection_panels_;  // S^T (dim x projections) in panels (qjl_simd.h): a lane holds one row's sum
+  std::vector<float> estimate_panels_;    // S (projections x dim) in panels: a lane holds one channel's sum
   std::vector<float> margins_;     // per row i: 2 (gamma_float + gamma_double) ||S_i||, see sketch()
 };
 
