@@ -27,8 +27,20 @@ namespace {
 // Streams of derive_seed: each random object of a block has its own.
 enum SeedStream : std::uint64_t { kRotationStream = 1, kQjlStream = 2 };
 
-// Tokens processed together: a chunk of T x B floats stays in L2.
-constexpr std::int64_t kChunkTokens = 256;
+// Tokens processed together. Without QJL a chunk's input rows and their
+// rotated directions (2 x T x G floats) stay in L1 (48 KiB here): T = 32 at
+// G = 128, where T = 256 (L2-resident) made norms, rotation and bucketizing
+// each fetch the chunk from L2 and the tq:b=4 round trip ~15% slower. With
+// QJL, 256: the sketch reads its m x B matrix once per chunk. Each row's
+// result does not depend on T (every step works row by row).
+constexpr std::int64_t kMaxChunkTokens = 256;
+constexpr std::int64_t kL1ChunkFloats = 4096;
+
+std::int64_t chunk_tokens_for(int group_size, int projections) {
+  if (projections > 0) return kMaxChunkTokens;
+  const auto fitting = std::bit_floor(static_cast<std::uint64_t>(std::max<std::int64_t>(kL1ChunkFloats / group_size, 1)));
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(fitting), 8, kMaxChunkTokens);
+}
 
 // One group of channels quantized alike: all channels, or the regular /
 // outlier channels of outliers=K@B2.
@@ -149,7 +161,8 @@ struct EncodeInput {
 class GroupCodec {
  public:
   GroupCodec(const TqOptions& options, const GroupPlan& group, const QuantContext& context)
-      : options_(options), group_(group), context_(context) {
+      : options_(options), group_(group), context_(context),
+        chunk_tokens_(chunk_tokens_for(group.size(), group.projections)) {
     for (int block = 0; block < group.blocks; ++block) {
       const auto seed_of = [&](SeedStream stream) {
         return derive_seed({context.seed, static_cast<std::uint64_t>(context.role),
@@ -166,15 +179,19 @@ class GroupCodec {
       alpha_ = codebook_->alpha;
     }
     const auto block = static_cast<std::size_t>(group.block);
-    rows_.resize(static_cast<std::size_t>(kChunkTokens) * block);
-    if (group.blocks > 1) chunk_.resize(static_cast<std::size_t>(kChunkTokens) * static_cast<std::size_t>(group.size()));
-    row_scales_.resize(static_cast<std::size_t>(kChunkTokens));
+    const auto tokens = static_cast<std::size_t>(chunk_tokens_);
+    rows_.resize(tokens * block);
+    if (group.blocks > 1) chunk_.resize(tokens * static_cast<std::size_t>(group.size()));
+    row_scales_.resize(tokens);
     codes_.resize(block);
-    signs_.resize(static_cast<std::size_t>(kChunkTokens) * static_cast<std::size_t>(std::max(group.projections, 1)));
-    if (group.projections > 0) residual_.resize(static_cast<std::size_t>(kChunkTokens) * block);
+    signs_.resize(tokens * static_cast<std::size_t>(std::max(group.projections, 1)));
+    if (group.projections > 0) residual_.resize(tokens * block);
   }
 
-  // Quantizes rows [first, first + n) (n <= kChunkTokens) of input.source:
+  // Rows per encode_chunk / decode_chunk call.
+  std::int64_t chunk_tokens() const { return chunk_tokens_; }
+
+  // Quantizes rows [first, first + n) (n <= chunk_tokens()) of input.source:
   // every block's norms and rotation, then (without QJL) the codes of all of
   // them in one run, since the stream orders codes by (token, block).
   void encode_chunk(std::int64_t first, std::int64_t n, const EncodeInput& input, const GroupSections& sections,
@@ -198,7 +215,7 @@ class GroupCodec {
     }
   }
 
-  // Decodes rows [first, first + n) (n <= kChunkTokens) into the group's channels of out: tokens x dim floats.
+  // Decodes rows [first, first + n) (n <= chunk_tokens()) into the group's channels of out: tokens x dim floats.
   void decode_chunk(std::int64_t first, std::int64_t n, const GroupSections& sections, const std::uint8_t* bytes,
                     int dim, float* out) {
     const int B = group_.block;
@@ -461,15 +478,16 @@ class GroupCodec {
   const TqOptions& options_;
   const GroupPlan& group_;
   const QuantContext& context_;
+  const std::int64_t chunk_tokens_;  // T: rows per chunk (chunk_tokens_for)
   std::vector<std::shared_ptr<const Rotation>> rotations_;
   std::vector<std::shared_ptr<const QjlSketch>> sketches_;
   const Codebook* codebook_ = nullptr;
   double alpha_ = 1.0;
-  std::vector<float> rows_;        // kChunkTokens x B: one block's directions being rotated
-  std::vector<float> chunk_;       // kChunkTokens x G (blocks > 1): every block's rotated directions, by row
-  std::vector<float> row_scales_;  // kChunkTokens: norms, or decode's per-row scales
-  std::vector<std::uint8_t> codes_, signs_;  // B codes; kChunkTokens x m QJL signs
-  std::vector<float> residual_;    // kChunkTokens x B (QJL): y minus its centroids
+  std::vector<float> rows_;        // T x B: one block's directions being rotated
+  std::vector<float> chunk_;       // T x G (blocks > 1): every block's rotated directions, by row
+  std::vector<float> row_scales_;  // T: norms, or decode's per-row scales
+  std::vector<std::uint8_t> codes_, signs_;  // B codes; T x m QJL signs
+  std::vector<float> residual_;    // T x B (QJL): y minus its centroids
 };
 
 // debias divides by alpha = E<Q(u), u>, which is exact for a Haar-rotated u
@@ -638,8 +656,8 @@ EncodedTensor TqQuantizer::encode(std::int64_t tokens, int dim, const float* x, 
   const EncodeInput input{tokens, dim, x, source};
   for (std::size_t g = 0; g < plan.groups.size(); ++g) {
     GroupCodec codec(options_, plan.groups[g], context);
-    for (std::int64_t first = 0; first < tokens; first += kChunkTokens) {
-      const std::int64_t n = std::min(kChunkTokens, tokens - first);
+    for (std::int64_t first = 0; first < tokens; first += codec.chunk_tokens()) {
+      const std::int64_t n = std::min(codec.chunk_tokens(), tokens - first);
       codec.encode_chunk(first, n, input, plan.sections[g], bytes, context);
     }
   }
@@ -679,8 +697,8 @@ void TqQuantizer::decode(const EncodedTensor& encoded, const QuantContext& conte
   }
   for (std::size_t g = 0; g < plan.groups.size(); ++g) {
     GroupCodec codec(options_, plan.groups[g], context);
-    for (std::int64_t first = 0; first < tokens; first += kChunkTokens) {
-      const std::int64_t n = std::min(kChunkTokens, tokens - first);
+    for (std::int64_t first = 0; first < tokens; first += codec.chunk_tokens()) {
+      const std::int64_t n = std::min(codec.chunk_tokens(), tokens - first);
       codec.decode_chunk(first, n, plan.sections[g], bytes, dim, out);
     }
   }
