@@ -13,6 +13,7 @@
 
 #include "core/bit_pack.h"
 #include "core/dtype.h"
+#include "core/dtype_arrays.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/rng.h"
@@ -140,11 +141,6 @@ TensorPlan make_plan(const TqOptions& options, std::int64_t tokens, int dim, con
   return plan;
 }
 
-// Stores `value` in the norm type at `at`; returns the stored value as decode
-// will load it, without converting twice.
-float store_norm(float value, NormType type, std::uint8_t* at) { return store_element(value, norm_dtype(type), at); }
-
-float load_norm(const std::uint8_t* at, NormType type) { return load_element(at, norm_dtype(type)); }
 
 // The tensor being encoded: x as given, and the values quantized (x, or a
 // centered copy for center=channel). Both tokens x dim floats.
@@ -245,7 +241,6 @@ class GroupCodec {
     const int B = group_.block;
     const int dim = input.dim;
     const float* x = input.source;
-    const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
     const int* channels = block_channels(block);
     float* rows = rows_.data();
     // The norms are read where the block lies in x when its channels are
@@ -260,21 +255,20 @@ class GroupCodec {
     }
     float* norms = row_scales_.data();
     row_norms(n, B, stride, block_rows, norms);
+    const auto row = static_cast<std::int64_t>(store_norms(n, norms, first, block, sections.norms, bytes));
+    if (row < n) {
+      // A NaN or Inf in x shows here first (encode defers its scan to this
+      // point): name it as the upfront scan would have, else the overflow.
+      require_finite(input.tokens, input.dim, input.x, context);
+      fail("the {} tensor of layer {}, kv head {}: token {} has norm {:.6g}, beyond {}{}", role_name(context.role),
+           context.layer, context.kv_head, first + row, norms[row], norm_type_name(options_.norm),
+           options_.norm == NormType::fp32 ? "" : "; use norm=fp32");
+    }
+    // norms[row] becomes 1 / ||x|| (0 for a zero block).
     bool reciprocals_finite = true;
-    for (std::int64_t row = 0; row < n; ++row) {
-      const float norm = norms[row];
-      const float stored = store_norm(norm, options_.norm, bytes + sections.norms + norm_bytes * slot(first + row, block));
-      if (!std::isfinite(stored)) {
-        // A NaN or Inf in x shows here first (encode defers its scan to this
-        // point): name it as the upfront scan would have, else the overflow.
-        require_finite(input.tokens, input.dim, input.x, context);
-        fail("the {} tensor of layer {}, kv head {}: token {} has norm {:.6g}, beyond {}{}", role_name(context.role),
-             context.layer, context.kv_head, first + row, norm, norm_type_name(options_.norm),
-             options_.norm == NormType::fp32 ? "" : "; use norm=fp32");
-      }
-      // norms[row] becomes 1 / ||x|| (0 for a zero block).
-      norms[row] = norm > 0 ? 1.0f / norm : 0.0f;
-      reciprocals_finite = reciprocals_finite && std::isfinite(norms[row]);
+    for (std::int64_t r = 0; r < n; ++r) {
+      norms[r] = norms[r] > 0 ? 1.0f / norms[r] : 0.0f;
+      reciprocals_finite = reciprocals_finite && std::isfinite(norms[r]);
     }
     const Rotation& rotation = *rotations_[static_cast<std::size_t>(block)];
     if (reciprocals_finite) {
@@ -303,15 +297,14 @@ class GroupCodec {
   void decode_block_rows(std::int64_t first, std::int64_t n, int block, const GroupSections& sections,
                          const std::uint8_t* bytes, int dim, float* out) {
     const int B = group_.block;
-    const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
     float* rows = rows_.data();
     if (group_.projections > 0) {
       const auto m = static_cast<std::size_t>(group_.projections);
       float* residual_norms = row_scales_.data();
+      load_norms(n, first, block, sections.residual_norms, bytes, residual_norms);
       for (std::int64_t row = 0; row < n; ++row) {
         const std::uint64_t at = slot(first + row, block);
         unpack_codes(m, bytes + sections.signs, at * m, 1, signs_.data() + static_cast<std::size_t>(row) * m);
-        residual_norms[row] = load_norm(bytes + sections.residual_norms + norm_bytes * at, options_.norm);
         require_stored_norm(residual_norms[row], "residual norm", first + row, block);
       }
       // All rows at once: the sketch reads its matrix once for several.
@@ -335,10 +328,8 @@ class GroupCodec {
       }
     }
     float* norms = row_scales_.data();
-    for (std::int64_t row = 0; row < n; ++row) {
-      norms[row] = load_norm(bytes + sections.norms + norm_bytes * slot(first + row, block), options_.norm);
-      require_stored_norm(norms[row], "norm", first + row, block);
-    }
+    load_norms(n, first, block, sections.norms, bytes, norms);
+    for (std::int64_t row = 0; row < n; ++row) require_stored_norm(norms[row], "norm", first + row, block);
     // Rotated back and times the norm in one pass, straight into out when
     // the block's channels are contiguous.
     const int* channels = block_channels(block);
@@ -383,6 +374,24 @@ class GroupCodec {
   void require_stored_norm(float value, const char* what, std::int64_t token, int block) const {
     if (value >= 0.0f && std::isfinite(value)) return;
     fail_corrupt(options_.spec(), context_, fmt::format("token {}, block {} stores {} {}", token, block, what, value));
+  }
+
+  // Stores norms[0 .. n), the values of block `block` of rows [first, first +
+  // n), in the norm section at byte `section` (one element per (token,
+  // block) slot). Returns the first row whose stored norm is not finite, or n.
+  std::size_t store_norms(std::int64_t n, const float* norms, std::int64_t first, int block, std::size_t section,
+                          std::uint8_t* bytes) const {
+    const DType type = norm_dtype(options_.norm);
+    return store_elements(static_cast<std::size_t>(n), norms, type, static_cast<std::size_t>(group_.blocks),
+                          bytes + section + dtype_size(type) * slot(first, block));
+  }
+
+  // norms[0 .. n) = the stored values of block `block` of rows [first, first + n) in the section at byte `section`.
+  void load_norms(std::int64_t n, std::int64_t first, int block, std::size_t section, const std::uint8_t* bytes,
+                  float* norms) const {
+    const DType type = norm_dtype(options_.norm);
+    load_elements(static_cast<std::size_t>(n), bytes + section + dtype_size(type) * slot(first, block), type,
+                  static_cast<std::size_t>(group_.blocks), norms);
   }
 
   // Index of (token, block) in the group's per-block sections.
@@ -436,7 +445,6 @@ class GroupCodec {
                         std::uint8_t* bytes) {
     const int B = group_.block;
     const auto m = static_cast<std::size_t>(group_.projections);
-    const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
     float* residuals = residual_.data();
     if (group_.mse_bits > 0 && group_.blocks == 1) {
       // One block per token: the rows' codes are one contiguous run of the
@@ -463,10 +471,7 @@ class GroupCodec {
     }
     float* residual_norms = row_scales_.data();
     row_norms(n, B, B, residuals, residual_norms);  // vector_norm's bits, in SIMD
-    for (std::int64_t row = 0; row < n; ++row) {
-      store_norm(residual_norms[row], options_.norm,
-                 bytes + sections.residual_norms + norm_bytes * slot(first + row, block));
-    }
+    store_norms(n, residual_norms, first, block, sections.residual_norms, bytes);
     // All rows at once: the sketch reads its matrix once for several.
     sketches_[static_cast<std::size_t>(block)]->sketch(n, residuals, residual_norms, signs_.data());
     for (std::int64_t row = 0; row < n; ++row) {
