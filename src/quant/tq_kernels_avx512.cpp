@@ -5,9 +5,10 @@
 // two-register permute, and among 64 or 128 with a few of those and mask
 // blends: the search tree has no gathers at any bit width (the centroid
 // lookup keeps one at b >= 7, as fast here as a chain of 8 or 16 permutes).
-// The packing of the codes is the AVX2 one (code_words_avx2.inc). row_norms
-// sums eight doubles per register. Compiled in a
-// target region (core/simd_target.h): every #include comes before it.
+// The packing of the codes is the AVX2 one (code_words_avx2.inc) except at
+// b = 4 (quantize_and_store_32). row_norms sums eight doubles per register.
+// Compiled in a target region (core/simd_target.h): every #include comes
+// before it.
 //
 // The same bits as the portable forms: the boundaries ascend, so walking the
 // search tree with "y > boundary" counts the boundaries below y as the
@@ -100,12 +101,21 @@ inline double sum_of_squares(int width, const float* x) {
 }
 
 // The implicit search tree of 2^Bits - 1 ascending boundaries, as the AVX2
-// form walks it (tq_kernels_avx2.cpp): after k levels `prefix` holds the
-// code's top k bits, and level k compares with candidate `prefix` of its
-// 2^k candidates, boundary[(2 prefix + 1) 2^(Bits-k-1) - 1].
+// form walks it (tq_kernels_avx2.cpp): level k compares with the boundary
+// just below the upper half of the range the code's top k bits leave,
+// boundary[(2 prefix + 1) 2^(Bits-k-1) - 1] for top bits `prefix`.
+//
+// Port 5 bounds this loop (compares into masks and permutes run only there),
+// so for Bits <= 4, where a 16-entry table holds any level, the walk keeps
+// the code itself: after level k its top k bits are set and the rest zero,
+// level k's table is indexed by that partial code (one permute, no shift),
+// and the level's bit is one masked OR. Level 0 compares with one boundary
+// and level 1 picks one of two by level 0's mask, without a permute. Deeper
+// trees index compact per-level tables by the prefix (one to eight registers).
 template <int Bits>
 struct SearchTree {
-  __m512 candidates[Bits][registers_for(1 << (Bits - 1))];
+  static constexpr bool kSmall = Bits <= 4;
+  __m512 candidates[Bits][registers_for(kSmall ? 1 : 1 << (Bits - 1))];
 
   explicit SearchTree(const Codebook& codebook) {
     const float* boundaries = codebook.boundaries_f.data();
@@ -117,21 +127,53 @@ struct SearchTree {
   template <int Level>
   void load_level(const float* boundaries) {
     constexpr int kHalf = 1 << (Bits - Level - 1);
-    float level[1 << Level];
-    for (int j = 0; j < (1 << Level); ++j) level[j] = boundaries[(2 * j + 1) * kHalf - 1];
-    load_table<registers_for(1 << Level)>(level, 1 << Level, candidates[Level]);
+    if constexpr (kSmall) {
+      if constexpr (Level == 0) {
+        candidates[0][0] = _mm512_set1_ps(boundaries[kHalf - 1]);
+      } else if constexpr (Level == 1) {
+        candidates[1][0] = _mm512_set1_ps(boundaries[kHalf - 1]);
+        upper_of_level_1 = _mm512_set1_ps(boundaries[3 * kHalf - 1]);
+      } else {
+        // Entry `code` (top Level bits set, the rest zero) of a 16-entry
+        // table; entries no partial code reaches stay zero.
+        alignas(64) float level[16] = {};
+        for (int code = 0; code < (1 << Bits); code += 2 * kHalf) level[code] = boundaries[code + kHalf - 1];
+        candidates[Level][0] = _mm512_load_ps(level);
+      }
+    } else {
+      float level[1 << Level];
+      for (int j = 0; j < (1 << Level); ++j) level[j] = boundaries[(2 * j + 1) * kHalf - 1];
+      load_table<registers_for(1 << Level)>(level, 1 << Level, candidates[Level]);
+    }
   }
 
   // Codes of sixteen values, one per int32 lane.
   __m512i codes_of(__m512 y) const {
-    __m512i prefix = _mm512_setzero_si512();
-    [&]<int... Level>(std::integer_sequence<int, Level...>) {
-      (descend<Level>(y, prefix), ...);
-    }(std::make_integer_sequence<int, Bits>{});
-    return prefix;
+    if constexpr (kSmall) {
+      __mmask16 above = _mm512_cmp_ps_mask(y, candidates[0][0], _CMP_GT_OQ);
+      __m512i code = _mm512_maskz_mov_epi32(above, _mm512_set1_epi32(1 << (Bits - 1)));
+      if constexpr (Bits >= 2) {
+        const __m512 threshold = _mm512_mask_blend_ps(above, candidates[1][0], upper_of_level_1);
+        above = _mm512_cmp_ps_mask(y, threshold, _CMP_GT_OQ);
+        code = _mm512_mask_or_epi32(code, above, code, _mm512_set1_epi32(1 << (Bits - 2)));
+      }
+#pragma GCC unroll 4
+      for (int level = 2; level < Bits; ++level) {
+        const __m512 threshold = _mm512_permutexvar_ps(code, candidates[level][0]);
+        above = _mm512_cmp_ps_mask(y, threshold, _CMP_GT_OQ);
+        code = _mm512_mask_or_epi32(code, above, code, _mm512_set1_epi32(1 << (Bits - 1 - level)));
+      }
+      return code;
+    } else {
+      __m512i prefix = _mm512_setzero_si512();
+      [&]<int... Level>(std::integer_sequence<int, Level...>) {
+        (descend<Level>(y, prefix), ...);
+      }(std::make_integer_sequence<int, Bits>{});
+      return prefix;
+    }
   }
 
-  // One level: prefix = 2 prefix + (y above the candidate).
+  // One level of a deep tree: prefix = 2 prefix + (y above the candidate).
   template <int Level>
   void descend(__m512 y, __m512i& prefix) const {
     const __m512 threshold = lookup<registers_for(1 << Level)>(candidates[Level], prefix);
@@ -139,6 +181,8 @@ struct SearchTree {
     const __m512i doubled = _mm512_add_epi32(prefix, prefix);
     prefix = _mm512_mask_add_epi32(doubled, above, doubled, _mm512_set1_epi32(1));
   }
+
+  __m512 upper_of_level_1 = _mm512_setzero_ps();  // small trees: level 1's candidate above level 0's boundary
 };
 
 // The 32 codes of y[0 .. 32) as 32 bytes in order.
@@ -147,6 +191,24 @@ inline __m256i codes_of_32(const SearchTree<Bits>& tree, const float* y) {
   const __m128i low = _mm512_cvtepi32_epi8(tree.codes_of(_mm512_loadu_ps(y)));
   const __m128i high = _mm512_cvtepi32_epi8(tree.codes_of(_mm512_loadu_ps(y + 16)));
   return _mm256_set_m128i(high, low);
+}
+
+// The codes of y[0 .. 32) packed into the 4 Bits bytes at `at` (quantize_and_pack_simd.inc).
+// b = 4 narrows without the byte shuffles of codes_of_32 and store_packed (port 5
+// again): in each 64-bit lane of codes, code 2k | code 2k+1 << 4 is formed in the
+// low byte, which vpmovqb keeps.
+template <int Bits>
+inline void quantize_and_store_32(const SearchTree<Bits>& tree, const float* y, std::uint8_t* at,
+                                  const std::uint8_t* end) {
+  if constexpr (Bits == 4) {
+    for (int half = 0; half < 2; ++half) {
+      const __m512i codes = tree.codes_of(_mm512_loadu_ps(y + 16 * half));
+      const __m512i pairs = _mm512_or_si512(codes, _mm512_srli_epi64(codes, 28));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(at + 8 * half), _mm512_cvtepi64_epi8(pairs));
+    }
+  } else {
+    store_packed<Bits>(codes_of_32(tree, y), at, end);
+  }
 }
 
 template <int Bits>
