@@ -28,15 +28,17 @@ namespace {
 // Streams of derive_seed: each random object of a block has its own.
 enum SeedStream : std::uint64_t { kRotationStream = 1, kQjlStream = 2 };
 
-// Tokens processed together. Without QJL a chunk's input rows and their
-// rotated directions (2 x T x G floats) stay in L1 (48 KiB here): T = 32 at
-// G = 128, where T = 256 (L2-resident) made norms, rotation and bucketizing
-// each fetch the chunk from L2 and the tq:b=4 round trip ~15% slower. With
-// QJL, 256: the sketch reads its m x B matrix once per chunk. Each row's
-// result does not depend on T (every step works row by row).
+// Tokens processed together (T). Without QJL, T x G input floats and as many
+// rotated directions (32 KiB at T = 32, G = 128) stay in L1 (48 KiB on the
+// machine of docs/PERFORMANCE.md) from the norms through the rotation to the
+// bucketizing; T = 256 (256 KiB, in L2) made the tq:b=4 round trip 10% and
+// decode 16% slower. With QJL, 256: the sketch reads its m x B matrix once
+// per chunk. No row's bytes depend on T (every step works row by row).
 constexpr std::int64_t kMaxChunkTokens = 256;
-constexpr std::int64_t kL1ChunkFloats = 4096;
+constexpr std::int64_t kL1ChunkFloats = 4096;  // T x G of one of the two buffers
 
+// T for a group of G = group_size channels: a power of two from 8 to 256 (so
+// that each chunk's codes start on a byte boundary, where the SIMD packers run).
 std::int64_t chunk_tokens_for(int group_size, int projections) {
   if (projections > 0) return kMaxChunkTokens;
   const auto fitting = std::bit_floor(static_cast<std::uint64_t>(std::max<std::int64_t>(kL1ChunkFloats / group_size, 1)));
