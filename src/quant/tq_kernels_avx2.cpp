@@ -164,6 +164,13 @@ inline __m256i codes_of_32(const SearchTree<Bits>& tree, const float* y) {
   return codes_to_bytes(c0, c1, c2, c3);
 }
 
+// The codes of y[0 .. 32) packed into the 4 Bits bytes at `at` (quantize_and_pack_simd.inc).
+template <int Bits>
+inline void quantize_and_store_32(const SearchTree<Bits>& tree, const float* y, std::uint8_t* at,
+                                  const std::uint8_t* end) {
+  store_packed<Bits>(codes_of_32(tree, y), at, end);
+}
+
 template <int Bits>
 struct QuantizeToCodes {
   static void run(int n, const float* y, const Codebook& codebook, std::uint8_t* codes) {

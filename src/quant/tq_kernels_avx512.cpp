@@ -5,9 +5,10 @@
 // two-register permute, and among 64 or 128 with a few of those and mask
 // blends: the search tree has no gathers at any bit width (the centroid
 // lookup keeps one at b >= 7, as fast here as a chain of 8 or 16 permutes).
-// The packing of the codes is the AVX2 one (code_words_avx2.inc). row_norms
-// sums eight doubles per register. Compiled in a
-// target region (core/simd_target.h): every #include comes before it.
+// The packing of the codes is the AVX2 one (code_words_avx2.inc) except at
+// b = 4 (quantize_and_store_32). row_norms sums eight doubles per register.
+// Compiled in a target region (core/simd_target.h): every #include comes
+// before it.
 //
 // The same bits as the portable forms: the boundaries ascend, so walking the
 // search tree with "y > boundary" counts the boundaries below y as the
@@ -75,10 +76,11 @@ void load_table(const float* values, int count, __m512* table) {
   for (int r = 0; r < Registers; ++r) table[r] = _mm512_load_ps(padded + 16 * r);
 }
 
-// The sum of one row's squares in four accumulators of eight lanes (the
-// AVX2 form's certificate covers any order: row_norms_avx512). The columns
-// past the last multiple of eight come in one masked load, zeros elsewhere.
-inline double sum_of_squares(int width, const float* x) {
+// One row's squares added in four accumulators of eight lanes, then lane by
+// lane: eight partial sums whose total is the row's sum in an order of its
+// own (the AVX2 form's certificate covers any order: row_norms_avx512). The
+// columns past the last multiple of eight come in one masked load, zeros elsewhere.
+inline __m512d partial_sums_of_squares(int width, const float* x) {
   __m512d sums[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
   int column = 0;
   for (; column + 32 <= width; column += 32) {
@@ -96,16 +98,44 @@ inline double sum_of_squares(int width, const float* x) {
     const __m512d values = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(lanes, x + column));
     sums[1] = _mm512_fmadd_pd(values, values, sums[1]);
   }
-  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(sums[0], sums[1]), _mm512_add_pd(sums[2], sums[3])));
+  return _mm512_add_pd(_mm512_add_pd(sums[0], sums[1]), _mm512_add_pd(sums[2], sums[3]));
+}
+
+// Lane k of the result: the total of partials[k]'s eight lanes. A transpose
+// by halves (pairs of lanes, then 128-bit and 256-bit blocks), 21 operations
+// for eight rows where a reduction per row takes 6 each, and no round trip
+// of the eight sums through memory.
+inline __m512d totals_of_eight(const __m512d* partials) {
+  __m512d pairs[4];  // pairs[q], 128-bit block j: lanes 2j, 2j+1 of rows 2q, 2q+1 added, row 2q first
+  for (int q = 0; q < 4; ++q) {
+    pairs[q] = _mm512_add_pd(_mm512_unpacklo_pd(partials[2 * q], partials[2 * q + 1]),
+                             _mm512_unpackhi_pd(partials[2 * q], partials[2 * q + 1]));
+  }
+  __m512d quads[2];  // quads[h], 128-bit block j: rows 4h + 2(j / 2) ... + 1, half j % 2 of their lanes
+  for (int h = 0; h < 2; ++h) {
+    quads[h] = _mm512_add_pd(_mm512_shuffle_f64x2(pairs[2 * h], pairs[2 * h + 1], 0b10'00'10'00),
+                             _mm512_shuffle_f64x2(pairs[2 * h], pairs[2 * h + 1], 0b11'01'11'01));
+  }
+  return _mm512_add_pd(_mm512_shuffle_f64x2(quads[0], quads[1], 0b10'00'10'00),
+                       _mm512_shuffle_f64x2(quads[0], quads[1], 0b11'01'11'01));
 }
 
 // The implicit search tree of 2^Bits - 1 ascending boundaries, as the AVX2
-// form walks it (tq_kernels_avx2.cpp): after k levels `prefix` holds the
-// code's top k bits, and level k compares with candidate `prefix` of its
-// 2^k candidates, boundary[(2 prefix + 1) 2^(Bits-k-1) - 1].
+// form walks it (tq_kernels_avx2.cpp): level k compares with the boundary
+// just below the upper half of the range the code's top k bits leave,
+// boundary[(2 prefix + 1) 2^(Bits-k-1) - 1] for top bits `prefix`.
+//
+// Port 5 bounds this loop (compares into masks and permutes run only there),
+// so for Bits <= 4, where a 16-entry table holds any level, the walk keeps
+// the code itself: after level k its top k bits are set and the rest zero,
+// level k's table is indexed by that partial code (one permute, no shift),
+// and the level's bit is one masked OR. Level 0 compares with one boundary
+// and level 1 picks one of two by level 0's mask, without a permute. Deeper
+// trees index compact per-level tables by the prefix (one to eight registers).
 template <int Bits>
 struct SearchTree {
-  __m512 candidates[Bits][registers_for(1 << (Bits - 1))];
+  static constexpr bool kSmall = Bits <= 4;
+  __m512 candidates[Bits][registers_for(kSmall ? 1 : 1 << (Bits - 1))];
 
   explicit SearchTree(const Codebook& codebook) {
     const float* boundaries = codebook.boundaries_f.data();
@@ -117,21 +147,53 @@ struct SearchTree {
   template <int Level>
   void load_level(const float* boundaries) {
     constexpr int kHalf = 1 << (Bits - Level - 1);
-    float level[1 << Level];
-    for (int j = 0; j < (1 << Level); ++j) level[j] = boundaries[(2 * j + 1) * kHalf - 1];
-    load_table<registers_for(1 << Level)>(level, 1 << Level, candidates[Level]);
+    if constexpr (kSmall) {
+      if constexpr (Level == 0) {
+        candidates[0][0] = _mm512_set1_ps(boundaries[kHalf - 1]);
+      } else if constexpr (Level == 1) {
+        candidates[1][0] = _mm512_set1_ps(boundaries[kHalf - 1]);
+        upper_of_level_1 = _mm512_set1_ps(boundaries[3 * kHalf - 1]);
+      } else {
+        // Entry `code` (top Level bits set, the rest zero) of a 16-entry
+        // table; entries no partial code reaches stay zero.
+        alignas(64) float level[16] = {};
+        for (int code = 0; code < (1 << Bits); code += 2 * kHalf) level[code] = boundaries[code + kHalf - 1];
+        candidates[Level][0] = _mm512_load_ps(level);
+      }
+    } else {
+      float level[1 << Level];
+      for (int j = 0; j < (1 << Level); ++j) level[j] = boundaries[(2 * j + 1) * kHalf - 1];
+      load_table<registers_for(1 << Level)>(level, 1 << Level, candidates[Level]);
+    }
   }
 
   // Codes of sixteen values, one per int32 lane.
   __m512i codes_of(__m512 y) const {
-    __m512i prefix = _mm512_setzero_si512();
-    [&]<int... Level>(std::integer_sequence<int, Level...>) {
-      (descend<Level>(y, prefix), ...);
-    }(std::make_integer_sequence<int, Bits>{});
-    return prefix;
+    if constexpr (kSmall) {
+      __mmask16 above = _mm512_cmp_ps_mask(y, candidates[0][0], _CMP_GT_OQ);
+      __m512i code = _mm512_maskz_mov_epi32(above, _mm512_set1_epi32(1 << (Bits - 1)));
+      if constexpr (Bits >= 2) {
+        const __m512 threshold = _mm512_mask_blend_ps(above, candidates[1][0], upper_of_level_1);
+        above = _mm512_cmp_ps_mask(y, threshold, _CMP_GT_OQ);
+        code = _mm512_mask_or_epi32(code, above, code, _mm512_set1_epi32(1 << (Bits - 2)));
+      }
+#pragma GCC unroll 4
+      for (int level = 2; level < Bits; ++level) {
+        const __m512 threshold = _mm512_permutexvar_ps(code, candidates[level][0]);
+        above = _mm512_cmp_ps_mask(y, threshold, _CMP_GT_OQ);
+        code = _mm512_mask_or_epi32(code, above, code, _mm512_set1_epi32(1 << (Bits - 1 - level)));
+      }
+      return code;
+    } else {
+      __m512i prefix = _mm512_setzero_si512();
+      [&]<int... Level>(std::integer_sequence<int, Level...>) {
+        (descend<Level>(y, prefix), ...);
+      }(std::make_integer_sequence<int, Bits>{});
+      return prefix;
+    }
   }
 
-  // One level: prefix = 2 prefix + (y above the candidate).
+  // One level of a deep tree: prefix = 2 prefix + (y above the candidate).
   template <int Level>
   void descend(__m512 y, __m512i& prefix) const {
     const __m512 threshold = lookup<registers_for(1 << Level)>(candidates[Level], prefix);
@@ -139,6 +201,8 @@ struct SearchTree {
     const __m512i doubled = _mm512_add_epi32(prefix, prefix);
     prefix = _mm512_mask_add_epi32(doubled, above, doubled, _mm512_set1_epi32(1));
   }
+
+  __m512 upper_of_level_1 = _mm512_setzero_ps();  // small trees: level 1's candidate above level 0's boundary
 };
 
 // The 32 codes of y[0 .. 32) as 32 bytes in order.
@@ -147,6 +211,24 @@ inline __m256i codes_of_32(const SearchTree<Bits>& tree, const float* y) {
   const __m128i low = _mm512_cvtepi32_epi8(tree.codes_of(_mm512_loadu_ps(y)));
   const __m128i high = _mm512_cvtepi32_epi8(tree.codes_of(_mm512_loadu_ps(y + 16)));
   return _mm256_set_m128i(high, low);
+}
+
+// The codes of y[0 .. 32) packed into the 4 Bits bytes at `at` (quantize_and_pack_simd.inc).
+// b = 4 narrows without the byte shuffles of codes_of_32 and store_packed (port 5
+// again): in each 64-bit lane of codes, code 2k | code 2k+1 << 4 is formed in the
+// low byte, which vpmovqb keeps.
+template <int Bits>
+inline void quantize_and_store_32(const SearchTree<Bits>& tree, const float* y, std::uint8_t* at,
+                                  const std::uint8_t* end) {
+  if constexpr (Bits == 4) {
+    for (int half = 0; half < 2; ++half) {
+      const __m512i codes = tree.codes_of(_mm512_loadu_ps(y + 16 * half));
+      const __m512i pairs = _mm512_or_si512(codes, _mm512_srli_epi64(codes, 28));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(at + 8 * half), _mm512_cvtepi64_epi8(pairs));
+    }
+  } else {
+    store_packed<Bits>(codes_of_32(tree, y), at, end);
+  }
 }
 
 template <int Bits>
@@ -203,9 +285,9 @@ void row_norms_avx512(std::int64_t n, int width, std::int64_t stride, const floa
   const __m256 largest = _mm256_set1_ps(std::numeric_limits<float>::max());
   const __m256i one = _mm256_set1_epi32(1);
   for (; r + 8 <= n; r += 8) {
-    alignas(64) double sums[8];
-    for (int k = 0; k < 8; ++k) sums[k] = sum_of_squares(width, x + (r + k) * stride);
-    const __m512d sum = _mm512_load_pd(sums);
+    __m512d partials[8];
+    for (int k = 0; k < 8; ++k) partials[k] = partial_sums_of_squares(width, x + (r + k) * stride);
+    const __m512d sum = totals_of_eight(partials);
     const __m512d root = _mm512_sqrt_pd(sum);
     const __m256 norm = _mm512_cvtpd_ps(root);
     const __m256i bits = _mm256_castps_si256(norm);
@@ -229,7 +311,7 @@ void row_norms_avx512(std::int64_t n, int width, std::int64_t stride, const floa
   }
   for (; r < n; ++r) {
     const float* row = x + r * stride;
-    const double sum = sum_of_squares(width, row);
+    const double sum = _mm512_reduce_add_pd(partial_sums_of_squares(width, row));
     norms[r] = norm_is_order_independent(sum, width) ? static_cast<float>(std::sqrt(sum)) : vector_norm(width, row);
   }
 }

@@ -13,6 +13,7 @@
 
 #include "core/bit_pack.h"
 #include "core/dtype.h"
+#include "core/dtype_arrays.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/rng.h"
@@ -27,8 +28,22 @@ namespace {
 // Streams of derive_seed: each random object of a block has its own.
 enum SeedStream : std::uint64_t { kRotationStream = 1, kQjlStream = 2 };
 
-// Tokens processed together: a chunk of T x B floats stays in L2.
-constexpr std::int64_t kChunkTokens = 256;
+// Tokens processed together (T). Without QJL, T x G input floats and as many
+// rotated directions (32 KiB at T = 32, G = 128) stay in L1 (48 KiB on the
+// machine of docs/PERFORMANCE.md) from the norms through the rotation to the
+// bucketizing; T = 256 (256 KiB, in L2) made the tq:b=4 round trip 10% and
+// decode 16% slower. With QJL, 256: the sketch reads its m x B matrix once
+// per chunk. No row's bytes depend on T (every step works row by row).
+constexpr std::int64_t kMaxChunkTokens = 256;
+constexpr std::int64_t kL1ChunkFloats = 4096;  // T x G of one of the two buffers
+
+// T for a group of G = group_size channels: a power of two from 8 to 256 (so
+// that each chunk's codes start on a byte boundary, where the SIMD packers run).
+std::int64_t chunk_tokens_for(int group_size, int projections) {
+  if (projections > 0) return kMaxChunkTokens;
+  const auto fitting = std::bit_floor(static_cast<std::uint64_t>(std::max<std::int64_t>(kL1ChunkFloats / group_size, 1)));
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(fitting), 8, kMaxChunkTokens);
+}
 
 // One group of channels quantized alike: all channels, or the regular /
 // outlier channels of outliers=K@B2.
@@ -128,11 +143,6 @@ TensorPlan make_plan(const TqOptions& options, std::int64_t tokens, int dim, con
   return plan;
 }
 
-// Stores `value` in the norm type at `at`; returns the stored value as decode
-// will load it, without converting twice.
-float store_norm(float value, NormType type, std::uint8_t* at) { return store_element(value, norm_dtype(type), at); }
-
-float load_norm(const std::uint8_t* at, NormType type) { return load_element(at, norm_dtype(type)); }
 
 // The tensor being encoded: x as given, and the values quantized (x, or a
 // centered copy for center=channel). Both tokens x dim floats.
@@ -149,7 +159,8 @@ struct EncodeInput {
 class GroupCodec {
  public:
   GroupCodec(const TqOptions& options, const GroupPlan& group, const QuantContext& context)
-      : options_(options), group_(group), context_(context) {
+      : options_(options), group_(group), context_(context),
+        chunk_tokens_(chunk_tokens_for(group.size(), group.projections)) {
     for (int block = 0; block < group.blocks; ++block) {
       const auto seed_of = [&](SeedStream stream) {
         return derive_seed({context.seed, static_cast<std::uint64_t>(context.role),
@@ -166,15 +177,19 @@ class GroupCodec {
       alpha_ = codebook_->alpha;
     }
     const auto block = static_cast<std::size_t>(group.block);
-    rows_.resize(static_cast<std::size_t>(kChunkTokens) * block);
-    if (group.blocks > 1) chunk_.resize(static_cast<std::size_t>(kChunkTokens) * static_cast<std::size_t>(group.size()));
-    row_scales_.resize(static_cast<std::size_t>(kChunkTokens));
+    const auto tokens = static_cast<std::size_t>(chunk_tokens_);
+    rows_.resize(tokens * block);
+    if (group.blocks > 1) chunk_.resize(tokens * static_cast<std::size_t>(group.size()));
+    row_scales_.resize(tokens);
     codes_.resize(block);
-    signs_.resize(static_cast<std::size_t>(kChunkTokens) * static_cast<std::size_t>(std::max(group.projections, 1)));
-    if (group.projections > 0) residual_.resize(static_cast<std::size_t>(kChunkTokens) * block);
+    signs_.resize(tokens * static_cast<std::size_t>(std::max(group.projections, 1)));
+    if (group.projections > 0) residual_.resize(tokens * block);
   }
 
-  // Quantizes rows [first, first + n) (n <= kChunkTokens) of input.source:
+  // Rows per encode_chunk / decode_chunk call.
+  std::int64_t chunk_tokens() const { return chunk_tokens_; }
+
+  // Quantizes rows [first, first + n) (n <= chunk_tokens()) of input.source:
   // every block's norms and rotation, then (without QJL) the codes of all of
   // them in one run, since the stream orders codes by (token, block).
   void encode_chunk(std::int64_t first, std::int64_t n, const EncodeInput& input, const GroupSections& sections,
@@ -198,7 +213,7 @@ class GroupCodec {
     }
   }
 
-  // Decodes rows [first, first + n) (n <= kChunkTokens) into the group's channels of out: tokens x dim floats.
+  // Decodes rows [first, first + n) (n <= chunk_tokens()) into the group's channels of out: tokens x dim floats.
   void decode_chunk(std::int64_t first, std::int64_t n, const GroupSections& sections, const std::uint8_t* bytes,
                     int dim, float* out) {
     const int B = group_.block;
@@ -228,7 +243,6 @@ class GroupCodec {
     const int B = group_.block;
     const int dim = input.dim;
     const float* x = input.source;
-    const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
     const int* channels = block_channels(block);
     float* rows = rows_.data();
     // The norms are read where the block lies in x when its channels are
@@ -243,21 +257,20 @@ class GroupCodec {
     }
     float* norms = row_scales_.data();
     row_norms(n, B, stride, block_rows, norms);
+    const auto row = static_cast<std::int64_t>(store_norms(n, norms, first, block, sections.norms, bytes));
+    if (row < n) {
+      // A NaN or Inf in x shows here first (encode defers its scan to this
+      // point): name it as the upfront scan would have, else the overflow.
+      require_finite(input.tokens, input.dim, input.x, context);
+      fail("the {} tensor of layer {}, kv head {}: token {} has norm {:.6g}, beyond {}{}", role_name(context.role),
+           context.layer, context.kv_head, first + row, norms[row], norm_type_name(options_.norm),
+           options_.norm == NormType::fp32 ? "" : "; use norm=fp32");
+    }
+    // norms[row] becomes 1 / ||x|| (0 for a zero block).
     bool reciprocals_finite = true;
-    for (std::int64_t row = 0; row < n; ++row) {
-      const float norm = norms[row];
-      const float stored = store_norm(norm, options_.norm, bytes + sections.norms + norm_bytes * slot(first + row, block));
-      if (!std::isfinite(stored)) {
-        // A NaN or Inf in x shows here first (encode defers its scan to this
-        // point): name it as the upfront scan would have, else the overflow.
-        require_finite(input.tokens, input.dim, input.x, context);
-        fail("the {} tensor of layer {}, kv head {}: token {} has norm {:.6g}, beyond {}{}", role_name(context.role),
-             context.layer, context.kv_head, first + row, norm, norm_type_name(options_.norm),
-             options_.norm == NormType::fp32 ? "" : "; use norm=fp32");
-      }
-      // norms[row] becomes 1 / ||x|| (0 for a zero block).
-      norms[row] = norm > 0 ? 1.0f / norm : 0.0f;
-      reciprocals_finite = reciprocals_finite && std::isfinite(norms[row]);
+    for (std::int64_t r = 0; r < n; ++r) {
+      norms[r] = norms[r] > 0 ? 1.0f / norms[r] : 0.0f;
+      reciprocals_finite = reciprocals_finite && std::isfinite(norms[r]);
     }
     const Rotation& rotation = *rotations_[static_cast<std::size_t>(block)];
     if (reciprocals_finite) {
@@ -286,15 +299,14 @@ class GroupCodec {
   void decode_block_rows(std::int64_t first, std::int64_t n, int block, const GroupSections& sections,
                          const std::uint8_t* bytes, int dim, float* out) {
     const int B = group_.block;
-    const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
     float* rows = rows_.data();
     if (group_.projections > 0) {
       const auto m = static_cast<std::size_t>(group_.projections);
       float* residual_norms = row_scales_.data();
+      load_norms(n, first, block, sections.residual_norms, bytes, residual_norms);
       for (std::int64_t row = 0; row < n; ++row) {
         const std::uint64_t at = slot(first + row, block);
         unpack_codes(m, bytes + sections.signs, at * m, 1, signs_.data() + static_cast<std::size_t>(row) * m);
-        residual_norms[row] = load_norm(bytes + sections.residual_norms + norm_bytes * at, options_.norm);
         require_stored_norm(residual_norms[row], "residual norm", first + row, block);
       }
       // All rows at once: the sketch reads its matrix once for several.
@@ -318,10 +330,8 @@ class GroupCodec {
       }
     }
     float* norms = row_scales_.data();
-    for (std::int64_t row = 0; row < n; ++row) {
-      norms[row] = load_norm(bytes + sections.norms + norm_bytes * slot(first + row, block), options_.norm);
-      require_stored_norm(norms[row], "norm", first + row, block);
-    }
+    load_norms(n, first, block, sections.norms, bytes, norms);
+    for (std::int64_t row = 0; row < n; ++row) require_stored_norm(norms[row], "norm", first + row, block);
     // Rotated back and times the norm in one pass, straight into out when
     // the block's channels are contiguous.
     const int* channels = block_channels(block);
@@ -366,6 +376,24 @@ class GroupCodec {
   void require_stored_norm(float value, const char* what, std::int64_t token, int block) const {
     if (value >= 0.0f && std::isfinite(value)) return;
     fail_corrupt(options_.spec(), context_, fmt::format("token {}, block {} stores {} {}", token, block, what, value));
+  }
+
+  // Stores norms[0 .. n), the values of block `block` of rows [first, first +
+  // n), in the norm section at byte `section` (one element per (token,
+  // block) slot). Returns the first row whose stored norm is not finite, or n.
+  std::size_t store_norms(std::int64_t n, const float* norms, std::int64_t first, int block, std::size_t section,
+                          std::uint8_t* bytes) const {
+    const DType type = norm_dtype(options_.norm);
+    return store_elements(static_cast<std::size_t>(n), norms, type, static_cast<std::size_t>(group_.blocks),
+                          bytes + section + dtype_size(type) * slot(first, block));
+  }
+
+  // norms[0 .. n) = the stored values of block `block` of rows [first, first + n) in the section at byte `section`.
+  void load_norms(std::int64_t n, std::int64_t first, int block, std::size_t section, const std::uint8_t* bytes,
+                  float* norms) const {
+    const DType type = norm_dtype(options_.norm);
+    load_elements(static_cast<std::size_t>(n), bytes + section + dtype_size(type) * slot(first, block), type,
+                  static_cast<std::size_t>(group_.blocks), norms);
   }
 
   // Index of (token, block) in the group's per-block sections.
@@ -419,7 +447,6 @@ class GroupCodec {
                         std::uint8_t* bytes) {
     const int B = group_.block;
     const auto m = static_cast<std::size_t>(group_.projections);
-    const std::size_t norm_bytes = dtype_size(norm_dtype(options_.norm));
     float* residuals = residual_.data();
     if (group_.mse_bits > 0 && group_.blocks == 1) {
       // One block per token: the rows' codes are one contiguous run of the
@@ -446,10 +473,7 @@ class GroupCodec {
     }
     float* residual_norms = row_scales_.data();
     row_norms(n, B, B, residuals, residual_norms);  // vector_norm's bits, in SIMD
-    for (std::int64_t row = 0; row < n; ++row) {
-      store_norm(residual_norms[row], options_.norm,
-                 bytes + sections.residual_norms + norm_bytes * slot(first + row, block));
-    }
+    store_norms(n, residual_norms, first, block, sections.residual_norms, bytes);
     // All rows at once: the sketch reads its matrix once for several.
     sketches_[static_cast<std::size_t>(block)]->sketch(n, residuals, residual_norms, signs_.data());
     for (std::int64_t row = 0; row < n; ++row) {
@@ -461,15 +485,16 @@ class GroupCodec {
   const TqOptions& options_;
   const GroupPlan& group_;
   const QuantContext& context_;
+  const std::int64_t chunk_tokens_;  // T: rows per chunk (chunk_tokens_for)
   std::vector<std::shared_ptr<const Rotation>> rotations_;
   std::vector<std::shared_ptr<const QjlSketch>> sketches_;
   const Codebook* codebook_ = nullptr;
   double alpha_ = 1.0;
-  std::vector<float> rows_;        // kChunkTokens x B: one block's directions being rotated
-  std::vector<float> chunk_;       // kChunkTokens x G (blocks > 1): every block's rotated directions, by row
-  std::vector<float> row_scales_;  // kChunkTokens: norms, or decode's per-row scales
-  std::vector<std::uint8_t> codes_, signs_;  // B codes; kChunkTokens x m QJL signs
-  std::vector<float> residual_;    // kChunkTokens x B (QJL): y minus its centroids
+  std::vector<float> rows_;        // T x B: one block's directions being rotated
+  std::vector<float> chunk_;       // T x G (blocks > 1): every block's rotated directions, by row
+  std::vector<float> row_scales_;  // T: norms, or decode's per-row scales
+  std::vector<std::uint8_t> codes_, signs_;  // B codes; T x m QJL signs
+  std::vector<float> residual_;    // T x B (QJL): y minus its centroids
 };
 
 // debias divides by alpha = E<Q(u), u>, which is exact for a Haar-rotated u
@@ -638,8 +663,8 @@ EncodedTensor TqQuantizer::encode(std::int64_t tokens, int dim, const float* x, 
   const EncodeInput input{tokens, dim, x, source};
   for (std::size_t g = 0; g < plan.groups.size(); ++g) {
     GroupCodec codec(options_, plan.groups[g], context);
-    for (std::int64_t first = 0; first < tokens; first += kChunkTokens) {
-      const std::int64_t n = std::min(kChunkTokens, tokens - first);
+    for (std::int64_t first = 0; first < tokens; first += codec.chunk_tokens()) {
+      const std::int64_t n = std::min(codec.chunk_tokens(), tokens - first);
       codec.encode_chunk(first, n, input, plan.sections[g], bytes, context);
     }
   }
@@ -679,8 +704,8 @@ void TqQuantizer::decode(const EncodedTensor& encoded, const QuantContext& conte
   }
   for (std::size_t g = 0; g < plan.groups.size(); ++g) {
     GroupCodec codec(options_, plan.groups[g], context);
-    for (std::int64_t first = 0; first < tokens; first += kChunkTokens) {
-      const std::int64_t n = std::min(kChunkTokens, tokens - first);
+    for (std::int64_t first = 0; first < tokens; first += codec.chunk_tokens()) {
+      const std::int64_t n = std::min(codec.chunk_tokens(), tokens - first);
       codec.decode_chunk(first, n, plan.sections[g], bytes, dim, out);
     }
   }
