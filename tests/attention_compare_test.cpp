@@ -122,5 +122,37 @@ TEST(CompareQueryAttentionFast, EqualsTheReferenceOnTiesAndExactKeys) {
   }
 }
 
+// The block's conversions around a comparison, in every form, against their
+// one-line definitions: rounding of the float product to double and of the
+// double differences to float (ties, subnormals, values beyond float).
+TEST(AttentionConversions, EveryKernelSetGivesTheDefinitionsBits) {
+  Rng rng(17);
+  for (int keys : {0, 1, 3, 7, 8, 9, 31, 64, 1000}) {
+    std::vector<float> logit_errors;
+    std::vector<double> p, p_tilde;
+    for (int j = 0; j < keys; ++j) {
+      logit_errors.push_back(static_cast<float>(rng.gaussian() * std::pow(10.0, 8 * rng.uniform() - 4)));
+      p.push_back(rng.uniform());
+      p_tilde.push_back(j % 5 == 0 ? p.back() + 1e-42 : rng.uniform() * (j % 7 == 0 ? 1e300 : 1.0));
+    }
+    const double scale = 0.08838834764831845;
+    for (KernelSet set : supported_kernel_sets()) {
+      const ScopedKernelSet scoped(set);
+      SCOPED_TRACE(std::string(kernel_set_name(set)) + ", keys " + std::to_string(keys));
+      std::vector<double> delta(static_cast<std::size_t>(keys), -1.0);
+      std::vector<float> change(static_cast<std::size_t>(keys), -1.0f), kept(static_cast<std::size_t>(keys), -1.0f);
+      scale_logit_errors(keys, scale, logit_errors.data(), delta.data());
+      probability_changes(keys, p.data(), p_tilde.data(), change.data(), kept.data());
+      int differing = 0;
+      for (std::size_t j = 0; j < static_cast<std::size_t>(keys); ++j) {
+        differing += bits(delta[j]) != bits(scale * static_cast<double>(logit_errors[j]));
+        differing += std::bit_cast<std::uint32_t>(change[j]) != std::bit_cast<std::uint32_t>(static_cast<float>(p_tilde[j] - p[j]));
+        differing += std::bit_cast<std::uint32_t>(kept[j]) != std::bit_cast<std::uint32_t>(static_cast<float>(p_tilde[j]));
+      }
+      EXPECT_EQ(differing, 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tqlab

@@ -83,16 +83,13 @@ void AttentionBlock::compare(const ExactTokens& exact, const float* dv, const Co
     const int i = first_ + row;
     const int attended = attended_keys(chunk_, causal_, i);
     const std::size_t at = static_cast<std::size_t>(row) * static_cast<std::size_t>(keys_);
-    for (int j = 0; j < attended; ++j) delta_[static_cast<std::size_t>(j)] = scale_ * static_cast<double>(logit_error_[at + j]);
+    scale_logit_errors(attended, scale_, logit_error_.data() + at, delta_.data());
     const auto ranges = exact.ranges(chunk_, i, attended);
     for (const auto& [from, to] : ranges) std::fill(delta_.begin() + from, delta_.begin() + to, 0.0);
     errors[static_cast<std::size_t>(row)] =
         compare_query_attention(attended, logits_.data() + at, probabilities_.data() + at,
                                 argmax_[static_cast<std::size_t>(row)], delta_.data(), p_tilde_.data(), scratch_.data());
-    for (int j = 0; j < attended; ++j) {
-      change_[at + j] = static_cast<float>(p_tilde_[static_cast<std::size_t>(j)] - probabilities_[at + j]);
-      kept_[at + j] = static_cast<float>(p_tilde_[static_cast<std::size_t>(j)]);
-    }
+    probability_changes(attended, probabilities_.data() + at, p_tilde_.data(), change_.data() + at, kept_.data() + at);
     // Keys past this query's (causal) take no part in the output products.
     std::fill(change_.begin() + static_cast<std::ptrdiff_t>(at) + attended, change_.begin() + static_cast<std::ptrdiff_t>(at) + keys_, 0.0f);
     std::fill(kept_.begin() + static_cast<std::ptrdiff_t>(at) + attended, kept_.begin() + static_cast<std::ptrdiff_t>(at) + keys_, 0.0f);

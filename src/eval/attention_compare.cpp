@@ -157,4 +157,32 @@ QueryAttentionError compare_query_attention(int keys, const double* logits, cons
   return compare_query_attention_fused(keys, logits, p, exact_argmax, delta, p_tilde, scratch);
 }
 
+void scale_logit_errors(int keys, double scale, const float* logit_errors, double* delta) {
+#if TQLAB_X86_KERNELS
+  switch (active_kernel_set()) {
+    case KernelSet::avx512:
+      return simd::scale_logit_errors_avx512(keys, scale, logit_errors, delta);
+    case KernelSet::avx2:
+      return simd::scale_logit_errors_avx2(keys, scale, logit_errors, delta);
+    case KernelSet::portable:
+      break;
+  }
+#endif
+  scale_logit_errors_fused(keys, scale, logit_errors, delta);
+}
+
+void probability_changes(int keys, const double* p, const double* p_tilde, float* change, float* kept) {
+#if TQLAB_X86_KERNELS
+  switch (active_kernel_set()) {
+    case KernelSet::avx512:
+      return simd::probability_changes_avx512(keys, p, p_tilde, change, kept);
+    case KernelSet::avx2:
+      return simd::probability_changes_avx2(keys, p, p_tilde, change, kept);
+    case KernelSet::portable:
+      break;
+  }
+#endif
+  probability_changes_fused(keys, p, p_tilde, change, kept);
+}
+
 }  // namespace tqlab

@@ -42,4 +42,12 @@ QueryAttentionError compare_query_attention_reference(int keys, const double* lo
 QueryAttentionError compare_query_attention(int keys, const double* logits, const double* p, int exact_argmax,
                                             const double* delta, double* p_tilde, double* scratch);
 
+/// delta[j] = scale * double(logit_errors[j]) for j < keys: a query's scaled
+/// logit errors from the block's float products (attention_block.h).
+void scale_logit_errors(int keys, double scale, const float* logit_errors, double* delta);
+
+/// change[j] = float(p_tilde[j] - p[j]) and kept[j] = float(p_tilde[j]) for
+/// j < keys: one query's row of the block's output products (attention_block.h).
+void probability_changes(int keys, const double* p, const double* p_tilde, float* change, float* kept);
+
 }  // namespace tqlab

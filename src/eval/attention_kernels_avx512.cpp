@@ -27,6 +27,14 @@ QueryAttentionError compare_query_attention_avx512(int keys, const double* logit
 
 void exp_array_avx512(int n, const double* x, double* out) { exp_array_wide(n, x, out); }
 
+void scale_logit_errors_avx512(int keys, double scale, const float* logit_errors, double* delta) {
+  scale_logit_errors_fused(keys, scale, logit_errors, delta);
+}
+
+void probability_changes_avx512(int keys, const double* p, const double* p_tilde, float* change, float* kept) {
+  probability_changes_fused(keys, p, p_tilde, change, kept);
+}
+
 }  // namespace tqlab::simd
 
 TQLAB_TARGET_END

@@ -1,5 +1,6 @@
 // The instruction-set forms of the attention metrics' per-key arithmetic:
-// compare_query_attention (attention_compare.h; attention_compare_fused.inc)
+// compare_query_attention and the conversions around it (attention_compare.h;
+// attention_compare_fused.inc)
 // and exp_array (exp_kernels.h; exp_kernels_wide.inc), internal to
 // attention_compare.cpp and exp_kernels.cpp, which call the one
 // core/kernel_set.h chooses. Each gives the bits of the portable definition.
@@ -32,6 +33,10 @@ QueryAttentionError compare_query_attention_avx512(int keys, const double* logit
                                                    const double* delta, double* p_tilde, double* scratch);
 void exp_array_avx2(int n, const double* x, double* out);
 void exp_array_avx512(int n, const double* x, double* out);
+void scale_logit_errors_avx2(int keys, double scale, const float* logit_errors, double* delta);
+void scale_logit_errors_avx512(int keys, double scale, const float* logit_errors, double* delta);
+void probability_changes_avx2(int keys, const double* p, const double* p_tilde, float* change, float* kept);
+void probability_changes_avx512(int keys, const double* p, const double* p_tilde, float* change, float* kept);
 #endif
 }  // namespace simd
 }  // namespace tqlab
