@@ -2,10 +2,12 @@
 # Every performance figure of issue 10 in one run, side by side, as one table of figures and ratios:
 #   kernels    tq:b=4 and tq:b=3,qjl=prod encode / decode / round trip (bench/tq_bench.cpp), one thread
 #   probe      a hand-tuned single-configuration AVX2 kernel (tq:b=4, D = 128), built here with
-#              -O3 -march=native and its clock switched to thread CPU time (tools/bench/thread_cpu_clock.h)
+#              -O3 -march=native and its clock switched to thread CPU time (tools/bench/thread_cpu_clock.h);
+#              on a CPU that picked AVX-512, once more with -mavx2 -mfma -mf16c beside our AVX2 form
 #   peer       a plain numpy implementation of the same quantizer, one BLAS thread, CPU time
-#   attention  the sweep's attention block beside plain sgemm of the same shapes (bench/attention_bench.cpp),
-#              and again in its AVX2 form when the CPU picked AVX-512
+#   attention  the sweep's attention block beside plain sgemm of the same shapes (bench/attention_bench.cpp)
+#   AVX2 forms tq:b=4 and the attention block again with TQLAB_KERNELS=avx2 when the CPU picked AVX-512
+#              (what an AVX2-only CPU runs)
 #   ceilings   memcpy (BM_CopyCeiling), sgemm (BM_AttentionSgemms), cp of a 256 MiB file
 #   sweep      tools/bench_sweep.sh (minutes; --no-sweep skips it)
 #   roundtrip  tools/bench_roundtrip.sh, when present
@@ -33,7 +35,7 @@ while [ $# -gt 0 ]; do
     --no-sweep) sweep=0; shift ;;
     --no-rss) sweep_args+=(--no-rss); shift ;;
     --quick) sweep=0; min_time=0.1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -83,12 +85,15 @@ PY
 }
 parse_benchmarks "$work/bench.json" "" >> "$figures"
 
-# ---- the attention block once more in its AVX2 form, on a CPU that picked AVX-512 (the form an
-# AVX2-only machine runs; the same sgemm, OpenBLAS's Haswell kernels, either way)
+# ---- tq:b=4 and the attention block once more in their AVX2 forms, on a CPU that picked AVX-512
+# (the forms an AVX2-only machine runs; the same sgemm, OpenBLAS's Haswell kernels, either way)
+avx512_cpu=0
 if env TQLAB_KERNELS=avx512 "$build/tqlab" --version >/dev/null 2>&1; then
-  note "attention benchmarks, AVX2 form ..."
+  avx512_cpu=1
+  note "kernel and attention benchmarks, AVX2 form ..."
   TQLAB_KERNELS=avx2 OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1 "$build/bench/tqlab_bench" \
-    --benchmark_filter='^BM_Attention(Compare|Sgemms|PerQuery)$' --benchmark_min_time="$min_time" \
+    --benchmark_filter='^BM_Quant(RoundTrip|Encode|Decode)/tq_b4$|^BM_Attention(Compare|Sgemms|PerQuery)$' \
+    --benchmark_min_time="$min_time" \
     --benchmark_repetitions=3 --benchmark_format=json --benchmark_out="$work/bench_avx2.json" \
     --benchmark_out_format=json >/dev/null 2>"$work/bench.err" || { cat "$work/bench.err" >&2; exit 1; }
   parse_benchmarks "$work/bench_avx2.json" "avx2_" >> "$figures"
@@ -99,17 +104,27 @@ if [ -n "$peers" ] && [ -f "$peers/tq_probe_avx2.cpp" ]; then
   note "probe kernel ($peers/tq_probe_avx2.cpp) ..."
   sed 's/using clk = std::chrono::steady_clock;/using clk = thread_cpu_clock;/' "$peers/tq_probe_avx2.cpp" > "$work/probe.cpp"
   grep -q 'using clk = thread_cpu_clock;' "$work/probe.cpp" || note "probe: its clock line changed; timing with its own clock"
-  g++ -O3 -march=native -ffp-contract=off -include "$root/tools/bench/thread_cpu_clock.h" "$work/probe.cpp" -o "$work/probe"
-  "$work/probe" 65536 > "$work/probe.txt"
-  /usr/bin/python3 - "$work/probe.txt" >> "$figures" <<'PY'
+  parse_probe() {  # OUTPUT PREFIX: the probe's cache-resident (4096) and streaming rates as key=value lines
+  /usr/bin/python3 - "$@" <<'PY'
 import re, sys
-section = None
+prefix, section = sys.argv[2], None
 for line in open(sys.argv[1]):
-    if line.startswith("cache-resident batch 4096"): section = "probe"
-    elif line.startswith("cache-resident") or line.startswith("streaming"): section = "probe_stream" if line.startswith("streaming") else None
+    if line.startswith("cache-resident batch 4096"): section = prefix
+    elif line.startswith("cache-resident") or line.startswith("streaming"): section = prefix + "_stream" if line.startswith("streaming") else None
     m = re.match(r"\s+(roundtrip|encode|decode|memcpy)\s*:\s*([0-9.]+) M vec/s", line)
     if m and section: print(f"{section}_{m.group(1)}_Mvps={m.group(2)}")
 PY
+  }
+  probe_flags=(-O3 -ffp-contract=off -include "$root/tools/bench/thread_cpu_clock.h")
+  g++ -march=native "${probe_flags[@]}" "$work/probe.cpp" -o "$work/probe"
+  "$work/probe" 65536 > "$work/probe.txt"
+  parse_probe "$work/probe.txt" probe >> "$figures"
+  if [ "$avx512_cpu" = 1 ]; then
+    # What -march=native gives the probe on an AVX2-only CPU, beside our AVX2 form.
+    g++ -mavx2 -mfma -mf16c "${probe_flags[@]}" "$work/probe.cpp" -o "$work/probe_avx2"
+    "$work/probe_avx2" 65536 > "$work/probe_avx2.txt"
+    parse_probe "$work/probe_avx2.txt" avx2_probe >> "$figures"
+  fi
 else
   note "no probe kernel (give --peers DIR or TQLAB_PEERS): skipping the probe ratios"
 fi
@@ -187,6 +202,12 @@ fig("  time per comparison", "AttentionCompare_ms", "ms")
 fig("  of which the 3 sgemms alone", "AttentionSgemms_ms", "ms")
 fig("  of which exp/softmax/KL/top-k alone", "AttentionPerQuery_ms", "ms")
 fig("set_exact (once per q head and block)", "AttentionSetExact_ms", "ms")
+if "avx2_QuantRoundTrip_tq_b4_Mvps" in f:
+    print("kernels, AVX2 forms (TQLAB_KERNELS=avx2; the probe built with -mavx2 -mfma -mf16c)")
+    for op, probe_op in (("RoundTrip", "roundtrip"), ("Encode", "encode"), ("Decode", "decode")):
+        fig(f"tq:b=4 {op.lower()}", f"avx2_Quant{op}_tq_b4_Mvps")
+        fig(f"probe {op.lower()} (cache-resident, 4096)", f"avx2_probe_{probe_op}_Mvps")
+        ratio(f"  ours / probe, {op.lower()}", f"avx2_Quant{op}_tq_b4_Mvps", f"avx2_probe_{probe_op}_Mvps", "target >= 0.90")
 if "avx2_AttentionCompare_gflops" in f:
     print("attention block, AVX2 form of its kernels (TQLAB_KERNELS=avx2)")
     ratio("  attention block / sgemm", "avx2_AttentionCompare_gflops", "avx2_AttentionSgemms_gflops", "target >= 0.60")
