@@ -20,6 +20,7 @@ void halves_to_floats_reference(std::size_t n, const std::uint16_t* in, float* o
 void floats_to_halves(std::size_t n, const float* in, std::uint16_t* out) {
 #if TQLAB_X86_KERNELS
   if (active_kernel_set() == KernelSet::avx512) return simd::floats_to_halves_avx512(n, in, out);
+  if (active_kernel_set() == KernelSet::avx2) return simd::floats_to_halves_avx2(n, in, out);
 #endif
   floats_to_halves_reference(n, in, out);
 }
@@ -27,6 +28,7 @@ void floats_to_halves(std::size_t n, const float* in, std::uint16_t* out) {
 void halves_to_floats(std::size_t n, const std::uint16_t* in, float* out) {
 #if TQLAB_X86_KERNELS
   if (active_kernel_set() == KernelSet::avx512) return simd::halves_to_floats_avx512(n, in, out);
+  if (active_kernel_set() == KernelSet::avx2) return simd::halves_to_floats_avx2(n, in, out);
 #endif
   halves_to_floats_reference(n, in, out);
 }

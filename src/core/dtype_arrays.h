@@ -5,7 +5,8 @@
 // Every function here gives the bits of the element-wise functions of
 // core/dtype.h, for every kernel set (core/kernel_set.h). The fp16
 // conversions run sixteen values per instruction (vcvtps2ph / vcvtph2ps)
-// under KernelSet::avx512 (dtype_arrays_avx512.cpp), a plain loop otherwise;
+// under KernelSet::avx512 (dtype_arrays_avx512.cpp), eight under
+// KernelSet::avx2 (F16C, dtype_arrays_avx2.cpp), a plain loop otherwise;
 // tests/dtype_arrays_test.cpp holds them to float_to_half / half_to_float.
 #pragma once
 
@@ -35,7 +36,7 @@ void floats_to_halves(std::size_t n, const float* in, std::uint16_t* out);
 void halves_to_floats(std::size_t n, const std::uint16_t* in, float* out);
 
 /// The plain loops floats_to_halves and halves_to_floats dispatch to without
-/// AVX-512: the references tests hold the fast forms to.
+/// AVX2 or AVX-512: the references tests hold the fast forms to.
 void floats_to_halves_reference(std::size_t n, const float* in, std::uint16_t* out);
 void halves_to_floats_reference(std::size_t n, const std::uint16_t* in, float* out);
 

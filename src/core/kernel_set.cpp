@@ -60,7 +60,7 @@ std::optional<KernelSet> parse_kernel_set(std::string_view name) {
 std::string_view kernel_set_instructions(KernelSet set) {
   switch (set) {
     case KernelSet::portable: return "portable";
-    case KernelSet::avx2: return "avx2+fma";
+    case KernelSet::avx2: return "avx2+fma+f16c";
     case KernelSet::avx512: return "avx512+avx2+fma";
   }
   return "?";
@@ -72,7 +72,8 @@ bool cpu_supports(KernelSet set) {
   // libgcc's (and compiler-rt's) feature bits already require the operating
   // system to save the YMM / ZMM registers (XGETBV), not just the CPUID bits.
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx2 =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   if (set == KernelSet::avx2) return avx2;
   if (set == KernelSet::avx512) {
     return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

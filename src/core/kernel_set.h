@@ -22,7 +22,7 @@ namespace tqlab {
 
 /// The forms, from the most portable to the widest.
 ///   portable  plain C++ for the x86-64 baseline (and any other CPU);
-///   avx2      AVX2 + FMA (Haswell, Zen and later);
+///   avx2      AVX2 + FMA + F16C (Haswell, Zen and later);
 ///   avx512    AVX-512 F, BW, VL and DQ (x86-64-v4: Skylake-SP, Ice Lake,
 ///             Sapphire Rapids, Zen 4) where it pays, AVX2 + FMA elsewhere.
 enum class KernelSet { portable, avx2, avx512 };
@@ -33,7 +33,7 @@ std::string_view kernel_set_name(KernelSet set);
 /// Inverse of kernel_set_name; nullopt for any other word.
 std::optional<KernelSet> parse_kernel_set(std::string_view name);
 
-/// The instructions a form uses, for `tqlab --version`: "portable", "avx2+fma",
+/// The instructions a form uses, for `tqlab --version`: "portable", "avx2+fma+f16c",
 /// "avx512+avx2+fma".
 std::string_view kernel_set_instructions(KernelSet set);
 

@@ -7,7 +7,7 @@
 //   #include ...                      // all includes first
 //   #if TQLAB_X86_KERNELS
 //   TQLAB_TARGET_AVX2_BEGIN
-//   ... kernels using AVX2 and FMA intrinsics ...
+//   ... kernels using AVX2, FMA and F16C intrinsics ...
 //   TQLAB_TARGET_END
 //   #endif
 //
@@ -35,13 +35,13 @@
 
 #if TQLAB_X86_KERNELS && defined(__clang__)
 #define TQLAB_TARGET_AVX2_BEGIN \
-  _Pragma("clang attribute push(__attribute__((target(\"avx2,fma\"))), apply_to = function)")
+  _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c\"))), apply_to = function)")
 #define TQLAB_TARGET_AVX512_BEGIN \
   _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,avx512f,avx512bw,avx512vl,avx512dq\"))), apply_to = function)")
 #define TQLAB_TARGET_END _Pragma("clang attribute pop")
 #elif TQLAB_X86_KERNELS
-/// Opens a region for KernelSet::avx2: AVX2 + FMA.
-#define TQLAB_TARGET_AVX2_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma\")")
+/// Opens a region for KernelSet::avx2: AVX2 + FMA + F16C.
+#define TQLAB_TARGET_AVX2_BEGIN _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")")
 /// Opens a region for KernelSet::avx512: AVX-512 F/BW/VL/DQ with AVX2 + FMA.
 #define TQLAB_TARGET_AVX512_BEGIN \
   _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,avx512f,avx512bw,avx512vl,avx512dq\")")
