@@ -4,17 +4,17 @@
 //
 // They return the same bits as the portable forms (tq_kernels.cpp says why);
 // tests/kernel_dispatch_test.cpp runs every form on the same inputs.
-#include "quant/tq_kernels_simd.h"
-
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "core/simd_intrinsics.h"
 #include "quant/code_words.h"
 #include "quant/tq_kernels.h"
+#include "quant/tq_kernels_simd.h"
 
 #if TQLAB_X86_KERNELS
 TQLAB_TARGET_AVX2_BEGIN
@@ -29,11 +29,11 @@ using namespace code_words;
 // ---------------------------------------------------------------------------
 // Norms
 
-
-// The sum of one row's squares in four accumulators of four lanes (an order
-// of additions of its own; row_norms_avx2 certifies the result). Columns past
-// the last multiple of four are added one by one.
-inline double sum_of_squares(int width, const float* x) {
+// One row's squares added in four accumulators of four lanes, then lane by
+// lane: four partial sums whose total is the row's sum in an order of its own
+// (row_norms_avx2 certifies the result, whatever the order). The columns past
+// the last multiple of four come in one masked load, zeros elsewhere.
+inline __m256d partial_sums_of_squares(int width, const float* x) {
   __m256d sums[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
   int column = 0;
   for (; column + 16 <= width; column += 16) {
@@ -46,16 +46,27 @@ inline double sum_of_squares(int width, const float* x) {
     const __m256d values = _mm256_cvtps_pd(_mm_loadu_ps(x + column));
     sums[0] = _mm256_fmadd_pd(values, values, sums[0]);
   }
-  const __m256d total = _mm256_add_pd(_mm256_add_pd(sums[0], sums[1]), _mm256_add_pd(sums[2], sums[3]));
-  const __m128d pair = _mm_add_pd(_mm256_castpd256_pd128(total), _mm256_extractf128_pd(total, 1));
-  double sum = _mm_cvtsd_f64(_mm_add_sd(pair, _mm_unpackhi_pd(pair, pair)));
-  for (; column < width; ++column) sum += static_cast<double>(x[column]) * x[column];
-  return sum;
+  if (column < width) {
+    // Lane k loads when k < width - column: its mask lane has the sign bit set.
+    const __m128i lanes = _mm_cmpgt_epi32(_mm_set1_epi32(width - column), _mm_setr_epi32(0, 1, 2, 3));
+    const __m256d values = _mm256_cvtps_pd(_mm_maskload_ps(x + column, lanes));
+    sums[1] = _mm256_fmadd_pd(values, values, sums[1]);
+  }
+  return _mm256_add_pd(_mm256_add_pd(sums[0], sums[1]), _mm256_add_pd(sums[2], sums[3]));
+}
+
+// Lane k of the result: the total of partials[k]'s four lanes. Adjacent lanes
+// of two rows at a time (hadd), then the two 128-bit halves: 5 operations for
+// four rows where a reduction per row takes 4 each, and the four sums land in
+// one register for the vector certificate.
+inline __m256d totals_of_four(const __m256d* partials) {
+  const __m256d rows01 = _mm256_hadd_pd(partials[0], partials[1]);  // r0 01, r1 01, r0 23, r1 23
+  const __m256d rows23 = _mm256_hadd_pd(partials[2], partials[3]);  // r2 01, r3 01, r2 23, r3 23
+  return _mm256_add_pd(_mm256_permute2f128_pd(rows01, rows23, 0x20), _mm256_permute2f128_pd(rows01, rows23, 0x31));
 }
 
 // ---------------------------------------------------------------------------
 // Bucketizing and packing
-
 
 // The implicit search tree of 2^Bits - 1 ascending boundaries. The code is
 // built from its top bit down: after k levels, `prefix` holds the code's top
@@ -85,9 +96,8 @@ struct SearchTree {
   // Codes of eight values, one per int32 lane.
   __m256i codes_of(__m256 y) const {
     __m256i prefix = _mm256_setzero_si256();
-    [&]<int... Level>(std::integer_sequence<int, Level...>) {
-      (descend<Level>(y, prefix), ...);
-    }(std::make_integer_sequence<int, Bits>{});
+    [&]<int... Level>(std::integer_sequence<int, Level...>) { (descend<Level>(y, prefix), ...); }
+    (std::make_integer_sequence<int, Bits>{});
     return prefix;
   }
 
@@ -125,7 +135,6 @@ inline __m256i codes_to_bytes(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
   const __m256i bytes = _mm256_packus_epi16(words01, words23);
   return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
-
 
 // Centroid lookup for eight int32 codes: up to 8 levels one permute, 16 levels
 // two permutes and a blend on bit 3, more a gather.
@@ -207,9 +216,47 @@ struct UnpackAndDequantize {
 }  // namespace
 
 void row_norms_avx2(std::int64_t n, int width, std::int64_t stride, const float* x, float* norms) {
-  for (std::int64_t r = 0; r < n; ++r) {
+  std::int64_t r = 0;
+  // Four rows at a time: their square roots and norm_is_order_independent's
+  // test in one register (the same operations on the same doubles, so the
+  // same verdicts; square root and conversion to float are correctly rounded
+  // in both), instead of a call and a scalar square root per row.
+  const __m256d terms_plus_8 = _mm256_set1_pd(static_cast<double>(width) + 8.0);
+  const __m256d ulp_factor = _mm256_set1_pd(0x1p-50);
+  const __m256d half = _mm256_set1_pd(0.5);
+  const __m128 largest = _mm_set1_ps(std::numeric_limits<float>::max());
+  const __m128i one = _mm_set1_epi32(1);
+  for (; r + 4 <= n; r += 4) {
+    __m256d partials[4];
+    for (int k = 0; k < 4; ++k) partials[k] = partial_sums_of_squares(width, x + (r + k) * stride);
+    const __m256d sum = totals_of_four(partials);
+    const __m256d root = _mm256_sqrt_pd(sum);
+    const __m128 norm = _mm256_cvtpd_ps(root);
+    const __m128i bits = _mm_castps_si128(norm);
+    const __m256d norm_wide = _mm256_cvtps_pd(norm);
+    const __m256d below =
+        _mm256_mul_pd(half, _mm256_add_pd(norm_wide, _mm256_cvtps_pd(_mm_castsi128_ps(_mm_sub_epi32(bits, one)))));
+    const __m256d above =
+        _mm256_mul_pd(half, _mm256_add_pd(norm_wide, _mm256_cvtps_pd(_mm_castsi128_ps(_mm_add_epi32(bits, one)))));
+    const __m256d margin = _mm256_mul_pd(_mm256_mul_pd(root, terms_plus_8), ulp_factor);
+    const int finite = _mm_movemask_ps(_mm_cmp_ps(norm, largest, _CMP_LT_OQ));
+    const int zero = _mm_movemask_ps(_mm_cmp_ps(norm, _mm_setzero_ps(), _CMP_EQ_OQ));
+    const int root_zero = _mm256_movemask_pd(_mm256_cmp_pd(root, _mm256_setzero_pd(), _CMP_EQ_OQ));
+    const int inside = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_sub_pd(root, margin), below, _CMP_GT_OQ)) &
+                       _mm256_movemask_pd(_mm256_cmp_pd(_mm256_add_pd(root, margin), above, _CMP_LT_OQ));
+    const int certified = finite & ((zero & root_zero) | (~zero & inside));
+    _mm_storeu_ps(norms + r, norm);
+    if (certified != 0xF) {
+      for (int k = 0; k < 4; ++k) {
+        if ((certified >> k & 1) == 0) norms[r + k] = vector_norm(width, x + (r + k) * stride);
+      }
+    }
+  }
+  for (; r < n; ++r) {
     const float* row = x + r * stride;
-    const double sum = sum_of_squares(width, row);
+    __m256d partials[4] = {partial_sums_of_squares(width, row), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                           _mm256_setzero_pd()};
+    const double sum = _mm256_cvtsd_f64(totals_of_four(partials));
     norms[r] = norm_is_order_independent(sum, width) ? static_cast<float>(std::sqrt(sum)) : vector_norm(width, row);
   }
 }
