@@ -347,6 +347,33 @@ TEST_P(RotationPropertyTest, ScaledFormsAreScalingAndRotatingBitForBit) {
                                         static_cast<std::int64_t>(stride)));
 }
 
+// A single result beyond the float range is reported wherever it lies in the
+// row and whichever row holds it (the SIMD forms gather their finiteness
+// checks across registers and rows). The input is a rotated one-hot vector,
+// so the inverse puts about 2 at one position and rounding noise (at most
+// ~1e-6) elsewhere; times 2e38 only that position overflows.
+TEST_P(RotationPropertyTest, InverseScaledReportsALoneOverflowAnywhere) {
+  const auto rotation = Rotation::make(GetParam().kind, GetParam().dim, kSeed);
+  const auto d = static_cast<std::size_t>(rotation->dim());
+  constexpr std::size_t kRows = 3;
+  const std::vector<float> scales(kRows, 2e38f);
+  std::vector<float> y(kRows * d), out(kRows * d);
+  const std::size_t step = std::max<std::size_t>(1, d / 256);  // every position up to 256, a spread of them beyond
+  for (std::size_t position = 0; position < d; position += step) {
+    std::fill(y.begin(), y.end(), 0.0f);
+    const std::size_t row = position % kRows;
+    y[row * d + position] = 2.0f;
+    rotation->forward(1, &y[row * d], &y[row * d]);
+    EXPECT_FALSE(rotation->inverse_scaled(kRows, y.data(), scales.data(), out.data(), static_cast<std::int64_t>(d)))
+        << "overflow at row " << row << " position " << position << " not reported";
+    // Without the overflow: finite, and reported so.
+    std::vector<float> small_scales(kRows, 1.0f);
+    EXPECT_TRUE(
+        rotation->inverse_scaled(kRows, y.data(), small_scales.data(), out.data(), static_cast<std::int64_t>(d)))
+        << "row " << row << " position " << position;
+  }
+}
+
 TEST_P(RotationPropertyTest, InverseUndoesForwardAndNormsArePreserved) {
   const auto rotation = Rotation::make(GetParam().kind, GetParam().dim, kSeed);
   const int d = rotation->dim();

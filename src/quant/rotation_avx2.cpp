@@ -57,6 +57,94 @@ struct Avx2Floats {
 
 #include "quant/fwht_in_registers.inc"
 
+// ---------------------------------------------------------------------------
+// Hadamard rows of 128 floats (the tq quantizer's usual block), one row in the
+// sixteen ymm registers. fwht_normalized_in_registers' network and products
+// in its order, so its bits, with two differences that cost it time at this
+// size: which optional steps run is fixed at compile time (no tests of null
+// pointers inside the row, fewer live values to spill), and the poison of
+// each result, result * 0 (NaN for Inf or NaN), is added up as a tree per row
+// instead of one fused multiply-add chain of sixteen dependent steps.
+// The butterfly stage of span 8 Half floats on sixteen registers: register i
+// (bit Half of i clear) and i + Half become their sum and difference. (Pair
+// indices, not fwht_in_registers.inc's nested loops, over which GCC 12 warns
+// of out-of-bounds subscripts it has in fact unrolled away.)
+template <int Half>
+[[gnu::always_inline]] inline void cross_register_stage(__m256* v) {
+#pragma GCC unroll 8
+  for (int pair = 0; pair < 8; ++pair) {
+    const int i = pair / Half * 2 * Half + pair % Half;
+    const __m256 a = v[i];
+    const __m256 b = v[i + Half];
+    v[i] = _mm256_add_ps(a, b);
+    v[i + Half] = _mm256_sub_ps(a, b);
+  }
+}
+
+template <bool kPreScale, bool kPreSigns, bool kPostSigns, bool kPostScale>
+bool hadamard_rows_128(const HadamardRows& rows) {
+  constexpr int kRegisters = 16;
+  const __m256 scale = _mm256_set1_ps(fwht_scale(7));
+  __m256 poison = _mm256_setzero_ps();
+  for (std::int64_t r = 0; r < rows.n; ++r) {
+    const float* in = rows.in + r * rows.in_stride;
+    float* out = rows.out + r * rows.out_stride;
+    __m256 v[kRegisters];
+    __m256 pre_factor = _mm256_setzero_ps();
+    if constexpr (kPreScale) pre_factor = _mm256_set1_ps(rows.pre_scales[r]);
+#pragma GCC unroll 16
+    for (int i = 0; i < kRegisters; ++i) {
+      __m256 loaded = _mm256_loadu_ps(in + 8 * i);
+      if constexpr (kPreScale) loaded = _mm256_mul_ps(loaded, pre_factor);
+      if constexpr (kPreSigns) loaded = _mm256_mul_ps(loaded, _mm256_loadu_ps(rows.pre_signs + 8 * i));
+      v[i] = Avx2Floats::butterflies_within_register(loaded);
+    }
+    cross_register_stage<1>(v);
+    cross_register_stage<2>(v);
+    cross_register_stage<4>(v);
+    cross_register_stage<8>(v);
+    __m256 post_factor = _mm256_setzero_ps();
+    if constexpr (kPostScale) post_factor = _mm256_set1_ps(rows.post_scales[r]);
+#pragma GCC unroll 16
+    for (int i = 0; i < kRegisters; ++i) {
+      __m256 result = _mm256_mul_ps(v[i], scale);
+      if constexpr (kPostSigns) result = _mm256_mul_ps(result, _mm256_loadu_ps(rows.post_signs + 8 * i));
+      if constexpr (kPostScale) result = _mm256_mul_ps(result, post_factor);
+      _mm256_storeu_ps(out + 8 * i, result);
+      // v[i] is dead now: it keeps this result's poison for the tree below.
+      if constexpr (kPostScale) v[i] = _mm256_mul_ps(result, _mm256_setzero_ps());
+    }
+    if constexpr (kPostScale) {
+#pragma GCC unroll 4
+      for (int width = kRegisters / 2; width >= 1; width /= 2) {
+#pragma GCC unroll 8
+        for (int i = 0; i < width; ++i) v[i] = _mm256_add_ps(v[i], v[i + width]);
+      }
+      poison = _mm256_add_ps(poison, v[0]);
+    }
+  }
+  return Avx2Floats::all_finite(poison);
+}
+
+// hadamard_rows_128 for the steps `rows` asks for: the combinations the
+// rotations use (rotation.cpp: forward, inverse, their scaled forms, and the
+// bare transform); any other takes the general kernel.
+bool hadamard_rows_128_dispatch(const HadamardRows& rows) {
+  const bool pre_scale = rows.pre_scales != nullptr;
+  const bool pre_signs = rows.pre_signs != nullptr;
+  const bool post_signs = rows.post_signs != nullptr;
+  const bool post_scale = rows.post_scales != nullptr;
+  if (!post_signs && !post_scale) {
+    if (pre_scale && pre_signs) return hadamard_rows_128<true, true, false, false>(rows);
+    if (!pre_scale && pre_signs) return hadamard_rows_128<false, true, false, false>(rows);
+    if (!pre_scale && !pre_signs) return hadamard_rows_128<false, false, false, false>(rows);
+  } else if (!pre_scale && !pre_signs && post_signs) {
+    if (post_scale) return hadamard_rows_128<false, false, true, true>(rows);
+    return hadamard_rows_128<false, false, true, false>(rows);
+  }
+  return hadamard_rows_in_registers<Avx2Floats, 7>(rows);
+}
+
 // n > 128: the first seven stages (spans 1 ... 64) act on each 128-float
 // chunk separately, so they run in registers chunk by chunk (scale 1 is
 // exact); the remaining stages are passes over memory, two stages (spans half
@@ -182,7 +270,7 @@ bool hadamard_rows_avx2(int log_n, const rotation_kernels::HadamardRows& rows) {
     case 4: return hadamard_rows_in_registers<Avx2Floats, 4>(rows);
     case 5: return hadamard_rows_in_registers<Avx2Floats, 5>(rows);
     case 6: return hadamard_rows_in_registers<Avx2Floats, 6>(rows);
-    case 7: return hadamard_rows_in_registers<Avx2Floats, 7>(rows);
+    case 7: return hadamard_rows_128_dispatch(rows);
   }
   assert(false && "log_n outside the AVX2 register kernel's range");
   return false;
