@@ -5,6 +5,7 @@
 // They return the same bits as the portable forms (tq_kernels.cpp says why);
 // tests/kernel_dispatch_test.cpp runs every form on the same inputs.
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -136,30 +137,57 @@ inline __m256i codes_to_bytes(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
   return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-// Centroid lookup for eight int32 codes: up to 8 levels one permute, 16 levels
-// two permutes and a blend on bit 3, more a gather.
+// Centroid lookup for eight int32 codes of more than 4 bits (32 to 256
+// levels): a gather. Narrower codes take CentroidPlanes.
 template <int Bits>
 struct CentroidTable {
-  __m256 low, high;
+  static_assert(Bits > 4);
   const float* centroids;
 
-  explicit CentroidTable(const Codebook& codebook) : centroids(codebook.centroids_f.data()) {
-    alignas(32) float table[16] = {};
-    std::copy_n(centroids, std::min(16, 1 << Bits), table);
-    low = _mm256_load_ps(table);
-    high = _mm256_load_ps(table + 8);
+  explicit CentroidTable(const Codebook& codebook) : centroids(codebook.centroids_f.data()) {}
+
+  __m256 values_of(__m256i codes) const { return _mm256_i32gather_ps(centroids, codes, 4); }
+};
+
+// Centroid lookup for 32 codes of at most 4 bits at once: byte k of every
+// centroid's float bits in plane k (entry i, both 128-bit lanes), picked by
+// the codes with one byte shuffle per plane and interleaved back into floats,
+// so the floats are the table's bits. 4 shuffles and 8 unpacks per 32 codes
+// where CentroidTable takes 3 or 4 operations and a widening per 8.
+template <int Bits>
+struct CentroidPlanes {
+  static_assert(Bits <= 4);
+  __m256i plane[4];
+
+  explicit CentroidPlanes(const Codebook& codebook) {
+    for (int k = 0; k < 4; ++k) {
+      alignas(32) std::uint8_t bytes[32] = {};
+      for (int i = 0; i < (1 << Bits); ++i) {
+        const auto bits = std::bit_cast<std::uint32_t>(codebook.centroids_f[static_cast<std::size_t>(i)]);
+        bytes[i] = bytes[16 + i] = static_cast<std::uint8_t>(bits >> (8 * k));
+      }
+      plane[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes));
+    }
   }
 
-  __m256 values_of(__m256i codes) const {
-    if constexpr (Bits <= 3) {
-      return _mm256_permutevar8x32_ps(low, codes);
-    } else if constexpr (Bits == 4) {
-      const __m256 from_low = _mm256_permutevar8x32_ps(low, codes);
-      const __m256 from_high = _mm256_permutevar8x32_ps(high, codes);
-      return _mm256_blendv_ps(from_low, from_high, _mm256_castsi256_ps(_mm256_slli_epi32(codes, 28)));
-    } else {
-      return _mm256_i32gather_ps(centroids, codes, 4);
-    }
+  // y[i] = centroid of code byte i, i < 32.
+  void store_32(__m256i codes, float* y) const {
+    // The unpacks below interleave within 128-bit lanes and take each lane's
+    // bytes 4j .. 4j+3 for output register j: lane 0 must hold codes 0-3,
+    // 8-11, 16-19, 24-27 and lane 1 codes 4-7, 12-15, 20-23, 28-31.
+    const __m256i spread = _mm256_permutevar8x32_epi32(codes, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+    const __m256i byte0 = _mm256_shuffle_epi8(plane[0], spread);
+    const __m256i byte1 = _mm256_shuffle_epi8(plane[1], spread);
+    const __m256i byte2 = _mm256_shuffle_epi8(plane[2], spread);
+    const __m256i byte3 = _mm256_shuffle_epi8(plane[3], spread);
+    const __m256i low01 = _mm256_unpacklo_epi8(byte0, byte1);
+    const __m256i high01 = _mm256_unpackhi_epi8(byte0, byte1);
+    const __m256i low23 = _mm256_unpacklo_epi8(byte2, byte3);
+    const __m256i high23 = _mm256_unpackhi_epi8(byte2, byte3);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), _mm256_unpacklo_epi16(low01, low23));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + 8), _mm256_unpackhi_epi16(low01, low23));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + 16), _mm256_unpacklo_epi16(high01, high23));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + 24), _mm256_unpackhi_epi16(high01, high23));
   }
 };
 
@@ -196,18 +224,23 @@ template <int Bits>
 struct UnpackAndDequantize {
   static void run(std::size_t count, const std::uint8_t* in, std::uint64_t bit_offset, const Codebook& codebook,
                   float* y) {
-    const CentroidTable<Bits> table(codebook);
     const std::uint8_t* at = in + bit_offset / 8;
     const std::uint8_t* end = in + (bit_offset + count * Bits + 7) / 8;
     std::size_t i = 0;
-    for (; i + 32 <= count; i += 32, at += 4 * Bits) {
-      const __m256i codes = load_packed<Bits>(at, end);
-      const __m128i low = _mm256_castsi256_si128(codes);
-      const __m128i high = _mm256_extracti128_si256(codes, 1);
-      _mm256_storeu_ps(y + i, table.values_of(_mm256_cvtepu8_epi32(low)));
-      _mm256_storeu_ps(y + i + 8, table.values_of(_mm256_cvtepu8_epi32(_mm_srli_si128(low, 8))));
-      _mm256_storeu_ps(y + i + 16, table.values_of(_mm256_cvtepu8_epi32(high)));
-      _mm256_storeu_ps(y + i + 24, table.values_of(_mm256_cvtepu8_epi32(_mm_srli_si128(high, 8))));
+    if constexpr (Bits <= 4) {
+      const CentroidPlanes<Bits> planes(codebook);
+      for (; i + 32 <= count; i += 32, at += 4 * Bits) planes.store_32(load_packed<Bits>(at, end), y + i);
+    } else {
+      const CentroidTable<Bits> table(codebook);
+      for (; i + 32 <= count; i += 32, at += 4 * Bits) {
+        const __m256i codes = load_packed<Bits>(at, end);
+        const __m128i low = _mm256_castsi256_si128(codes);
+        const __m128i high = _mm256_extracti128_si256(codes, 1);
+        _mm256_storeu_ps(y + i, table.values_of(_mm256_cvtepu8_epi32(low)));
+        _mm256_storeu_ps(y + i + 8, table.values_of(_mm256_cvtepu8_epi32(_mm_srli_si128(low, 8))));
+        _mm256_storeu_ps(y + i + 16, table.values_of(_mm256_cvtepu8_epi32(high)));
+        _mm256_storeu_ps(y + i + 24, table.values_of(_mm256_cvtepu8_epi32(_mm_srli_si128(high, 8))));
+      }
     }
     unpack_and_dequantize_portable(count - i, in, bit_offset + i * Bits, codebook, y + i);
   }
