@@ -63,8 +63,8 @@ struct Avx2Floats {
 // in its order, so its bits, with two differences that cost it time at this
 // size: which optional steps run is fixed at compile time (no tests of null
 // pointers inside the row, fewer live values to spill), and the poison of
-// each result, result * 0 (NaN for Inf or NaN), is added up as a tree per row
-// instead of one fused multiply-add chain of sixteen dependent steps.
+// each result, result * 0 (NaN for Inf or NaN), goes to four accumulators in
+// turn instead of one fused multiply-add chain of sixteen dependent steps.
 // The butterfly stage of span 8 Half floats on sixteen registers: register i
 // (bit Half of i clear) and i + Half become their sum and difference. (Pair
 // indices, not fwht_in_registers.inc's nested loops, over which GCC 12 warns
@@ -85,7 +85,7 @@ template <bool kPreScale, bool kPreSigns, bool kPostSigns, bool kPostScale>
 bool hadamard_rows_128(const HadamardRows& rows) {
   constexpr int kRegisters = 16;
   const __m256 scale = _mm256_set1_ps(fwht_scale(7));
-  __m256 poison = _mm256_setzero_ps();
+  __m256 poison[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   for (std::int64_t r = 0; r < rows.n; ++r) {
     const float* in = rows.in + r * rows.in_stride;
     float* out = rows.out + r * rows.out_stride;
@@ -111,19 +111,11 @@ bool hadamard_rows_128(const HadamardRows& rows) {
       if constexpr (kPostSigns) result = _mm256_mul_ps(result, _mm256_loadu_ps(rows.post_signs + 8 * i));
       if constexpr (kPostScale) result = _mm256_mul_ps(result, post_factor);
       _mm256_storeu_ps(out + 8 * i, result);
-      // v[i] is dead now: it keeps this result's poison for the tree below.
-      if constexpr (kPostScale) v[i] = _mm256_mul_ps(result, _mm256_setzero_ps());
-    }
-    if constexpr (kPostScale) {
-#pragma GCC unroll 4
-      for (int width = kRegisters / 2; width >= 1; width /= 2) {
-#pragma GCC unroll 8
-        for (int i = 0; i < width; ++i) v[i] = _mm256_add_ps(v[i], v[i + width]);
-      }
-      poison = _mm256_add_ps(poison, v[0]);
+      if constexpr (kPostScale) poison[i % 4] = _mm256_fmadd_ps(result, _mm256_setzero_ps(), poison[i % 4]);
     }
   }
-  return Avx2Floats::all_finite(poison);
+  return Avx2Floats::all_finite(
+      _mm256_add_ps(_mm256_add_ps(poison[0], poison[1]), _mm256_add_ps(poison[2], poison[3])));
 }
 
 // hadamard_rows_128 for the steps `rows` asks for: the combinations the
