@@ -12,6 +12,10 @@
 #include "core/error.h"
 #include "core/simd_target.h"
 
+#if TQLAB_X86_KERNELS
+#include <cpuid.h>
+#endif
+
 namespace tqlab {
 namespace {
 
@@ -38,6 +42,16 @@ KernelSet from_environment() {
   }
   return *named;
 }
+
+#if TQLAB_X86_KERNELS
+// F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports has no
+// "f16c". The AVX2 check beside it already covers the OS saving YMM state.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (ecx & bit_F16C) != 0;
+}
+#endif
 
 }  // namespace
 
@@ -72,8 +86,7 @@ bool cpu_supports(KernelSet set) {
   // libgcc's (and compiler-rt's) feature bits already require the operating
   // system to save the YMM / ZMM registers (XGETBV), not just the CPUID bits.
   __builtin_cpu_init();
-  const bool avx2 =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
   if (set == KernelSet::avx2) return avx2;
   if (set == KernelSet::avx512) {
     return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
