@@ -81,10 +81,19 @@ template <int Half>
   }
 }
 
+// With post signs, the scale and the signs are one product per value:
+// (v * scale) * s = v * (scale * s) to the bit for s = +-1 (rounding to
+// nearest is symmetric about 0; the two differ at most in a NaN's sign, and a
+// NaN fails the row's check either way), with scale * s from a table built
+// once per call.
 template <bool kPreScale, bool kPreSigns, bool kPostSigns, bool kPostScale>
 bool hadamard_rows_128(const HadamardRows& rows) {
   constexpr int kRegisters = 16;
   const __m256 scale = _mm256_set1_ps(fwht_scale(7));
+  alignas(32) float signed_scales[kPostSigns ? 8 * kRegisters : 1];
+  if constexpr (kPostSigns) {
+    for (int i = 0; i < 8 * kRegisters; ++i) signed_scales[i] = fwht_scale(7) * rows.post_signs[i];
+  }
   __m256 poison[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   for (std::int64_t r = 0; r < rows.n; ++r) {
     const float* in = rows.in + r * rows.in_stride;
@@ -107,8 +116,12 @@ bool hadamard_rows_128(const HadamardRows& rows) {
     if constexpr (kPostScale) post_factor = _mm256_set1_ps(rows.post_scales[r]);
 #pragma GCC unroll 16
     for (int i = 0; i < kRegisters; ++i) {
-      __m256 result = _mm256_mul_ps(v[i], scale);
-      if constexpr (kPostSigns) result = _mm256_mul_ps(result, _mm256_loadu_ps(rows.post_signs + 8 * i));
+      __m256 result;
+      if constexpr (kPostSigns) {
+        result = _mm256_mul_ps(v[i], _mm256_load_ps(signed_scales + 8 * i));
+      } else {
+        result = _mm256_mul_ps(v[i], scale);
+      }
       if constexpr (kPostScale) result = _mm256_mul_ps(result, post_factor);
       _mm256_storeu_ps(out + 8 * i, result);
       if constexpr (kPostScale) poison[i % 4] = _mm256_fmadd_ps(result, _mm256_setzero_ps(), poison[i % 4]);
