@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "core/simd_intrinsics.h"
@@ -127,6 +128,69 @@ struct SearchTree {
   }
 };
 
+// Codes of eight values, one per int32 lane, by counting boundaries, for a
+// codebook of at most 16 levels whose boundaries are symmetric about 0: the
+// middle one is 0 and boundary m - 1 - j is minus boundary m + 1 + j, the
+// j-th of the P = 2^(b-1) - 1 positive ones p_j (m = 2^(b-1) - 1). Every
+// Lloyd–Max codebook is, to the bit (codebook.cpp mirrors the centroids).
+// The code, #{k : boundary k < y}, is then
+//   y > 0:   2^(b-1) + #{j : p_j < y}
+//   y <= 0:  P - #{j : p_j <= |y|}  =  (2^b - 1) xor (2^(b-1) + #{j : p_j <= |y|}),
+// and both counts are integer comparisons of float bits, which order
+// non-negative floats as their values do: bits(|y|) > bits(p_j), with 1
+// added to bits(|y|) where y <= 0 to turn ">" into ">=". No permutes: P
+// compares and subtractions, where the search tree takes a lane-crossing
+// permute per level (slow on some x86 cores, e.g. 4 cycles on AMD Zen 1).
+template <int Bits>
+struct SymmetricCount {
+  static_assert(Bits <= 4);
+  static constexpr int kMiddle = (1 << (Bits - 1)) - 1;
+  static constexpr int kPositive = kMiddle;
+  __m256i positive_bits[kPositive > 0 ? kPositive : 1];
+
+  // True when `codebook` has the symmetry (and positive boundaries that are
+  // numbers) the count relies on.
+  static bool fits(const Codebook& codebook) {
+    const float* boundaries = codebook.boundaries_f.data();
+    if (boundaries[kMiddle] != 0.0f) return false;
+    for (int j = 0; j < kPositive; ++j) {
+      const float positive = boundaries[kMiddle + 1 + j];
+      if (!(positive > 0.0f) || boundaries[kMiddle - 1 - j] != -positive) return false;
+    }
+    return true;
+  }
+
+  explicit SymmetricCount(const Codebook& codebook) {
+    for (int j = 0; j < kPositive; ++j) {
+      positive_bits[j] = _mm256_set1_epi32(std::bit_cast<std::int32_t>(codebook.boundaries_f[kMiddle + 1 + j]));
+    }
+  }
+
+  __m256i codes_of(__m256 y) const {
+    const __m256i not_positive = _mm256_castps_si256(_mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_LE_OQ));
+    const __m256i magnitude = _mm256_and_si256(_mm256_castps_si256(y), _mm256_set1_epi32(0x7FFFFFFF));
+    const __m256i compared = _mm256_sub_epi32(magnitude, not_positive);  // + 1 where y <= 0
+    __m256i code = _mm256_set1_epi32(kMiddle + 1);
+    for (int j = 0; j < kPositive; ++j) code = _mm256_sub_epi32(code, _mm256_cmpgt_epi32(compared, positive_bits[j]));
+    return _mm256_xor_si256(code, _mm256_and_si256(not_positive, _mm256_set1_epi32((1 << Bits) - 1)));
+  }
+};
+
+// The codes of a codebook: by SymmetricCount where it applies (at most 16
+// levels, symmetric boundaries), otherwise by SearchTree.
+template <int Bits>
+struct Bucketizer {
+  static constexpr bool kMayCount = Bits <= 4;
+  SearchTree<Bits> tree;
+  std::optional<SymmetricCount<std::min(Bits, 4)>> count;
+
+  explicit Bucketizer(const Codebook& codebook) : tree(codebook) {
+    if constexpr (kMayCount) {
+      if (SymmetricCount<Bits>::fits(codebook)) count.emplace(codebook);
+    }
+  }
+};
+
 // Four registers of int32 codes (values 0..255) as 32 bytes in order.
 inline __m256i codes_to_bytes(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
   // The packs work within 128-bit lanes: the result holds 4-code runs in the
@@ -191,29 +255,39 @@ struct CentroidPlanes {
   }
 };
 
-// The 32 codes of y[0 .. 32) as 32 bytes in order.
-template <int Bits>
-inline __m256i codes_of_32(const SearchTree<Bits>& tree, const float* y) {
-  const __m256i c0 = tree.codes_of(_mm256_loadu_ps(y));
-  const __m256i c1 = tree.codes_of(_mm256_loadu_ps(y + 8));
-  const __m256i c2 = tree.codes_of(_mm256_loadu_ps(y + 16));
-  const __m256i c3 = tree.codes_of(_mm256_loadu_ps(y + 24));
+// The 32 codes of y[0 .. 32) as 32 bytes in order, by `rule` (SearchTree or SymmetricCount).
+template <typename Rule>
+inline __m256i codes_of_32(const Rule& rule, const float* y) {
+  const __m256i c0 = rule.codes_of(_mm256_loadu_ps(y));
+  const __m256i c1 = rule.codes_of(_mm256_loadu_ps(y + 8));
+  const __m256i c2 = rule.codes_of(_mm256_loadu_ps(y + 16));
+  const __m256i c3 = rule.codes_of(_mm256_loadu_ps(y + 24));
   return codes_to_bytes(c0, c1, c2, c3);
+}
+
+template <int Bits>
+inline __m256i codes_of_32(const Bucketizer<Bits>& bucketizer, const float* y) {
+  if constexpr (Bucketizer<Bits>::kMayCount) {
+    if (bucketizer.count) return codes_of_32(*bucketizer.count, y);
+  }
+  return codes_of_32(bucketizer.tree, y);
 }
 
 // The codes of y[0 .. 32) packed into the 4 Bits bytes at `at` (quantize_and_pack_simd.inc).
 template <int Bits>
-inline void quantize_and_store_32(const SearchTree<Bits>& tree, const float* y, std::uint8_t* at,
+inline void quantize_and_store_32(const Bucketizer<Bits>& bucketizer, const float* y, std::uint8_t* at,
                                   const std::uint8_t* end) {
-  store_packed<Bits>(codes_of_32(tree, y), at, end);
+  store_packed<Bits>(codes_of_32(bucketizer, y), at, end);
 }
 
 template <int Bits>
 struct QuantizeToCodes {
   static void run(int n, const float* y, const Codebook& codebook, std::uint8_t* codes) {
-    const SearchTree<Bits> tree(codebook);
+    const Bucketizer<Bits> bucketizer(codebook);
     int i = 0;
-    for (; i + 32 <= n; i += 32) _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), codes_of_32(tree, y + i));
+    for (; i + 32 <= n; i += 32) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + i), codes_of_32(bucketizer, y + i));
+    }
     quantize_to_codes_portable(n - i, y + i, codebook, codes + i);
   }
 };

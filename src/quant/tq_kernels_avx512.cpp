@@ -205,6 +205,10 @@ struct SearchTree {
   __m512 upper_of_level_1 = _mm512_setzero_ps();  // small trees: level 1's candidate above level 0's boundary
 };
 
+// quantize_and_pack_simd.inc's bucketizer: the search tree at every width.
+template <int Bits>
+using Bucketizer = SearchTree<Bits>;
+
 // The 32 codes of y[0 .. 32) as 32 bytes in order.
 template <int Bits>
 inline __m256i codes_of_32(const SearchTree<Bits>& tree, const float* y) {
