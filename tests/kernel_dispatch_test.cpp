@@ -8,8 +8,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <iostream>
+#include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,18 +68,30 @@ std::vector<float> test_values(std::size_t count, std::uint64_t seed) {
   return values;
 }
 
-// What the bucketizing kernels see and where they could disagree: 203
-// coordinates of a rotated unit vector (N(0, 1/d); 32-value steps leave a
-// tail), each boundary and centroid of `codebook` with its float neighbours
-// on both sides, zeros and values far outside [-1, 1].
-std::vector<float> bucketizing_values(const Codebook& codebook, std::uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> values;
-  for (int i = 0; i < 203; ++i) values.push_back(static_cast<float>(rng.gaussian() / std::sqrt(codebook.dim)));
+// The values where bucketizing kernels could disagree: zeros of both signs,
+// the extreme finite, normal and subnormal magnitudes, infinities, values far
+// outside [-1, 1], each boundary and centroid of `codebook` with its float
+// neighbours on both sides.
+std::vector<float> bucketizing_marks(const Codebook& codebook) {
+  constexpr float kMax = std::numeric_limits<float>::max();
+  constexpr float kMinNormal = std::numeric_limits<float>::min();
+  constexpr float kMinSubnormal = std::numeric_limits<float>::denorm_min();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  std::vector<float> values = {0.0f, -0.0f, 1.0f,       -1.0f,       10.0f,         -10.0f,         1e-30f, -1e-30f,
+                               kMax, -kMax, kMinNormal, -kMinNormal, kMinSubnormal, -kMinSubnormal, kInf,   -kInf};
   std::vector<float> marks = codebook.boundaries_f;
   marks.insert(marks.end(), codebook.centroids_f.begin(), codebook.centroids_f.end());
   for (float mark : marks) values.insert(values.end(), {std::nextafter(mark, -2.0f), mark, std::nextafter(mark, 2.0f)});
-  values.insert(values.end(), {0.0f, -0.0f, 1.0f, -1.0f, 10.0f, -10.0f, 1e-30f, -1e-30f});
+  return values;
+}
+
+// What the bucketizing kernels see: bucketizing_marks first (so that the SIMD
+// steps of 32 values get them, not only the scalar tail), then 203
+// coordinates of a rotated unit vector (N(0, 1/d); 32-value steps leave a tail).
+std::vector<float> bucketizing_values(const Codebook& codebook, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> values = bucketizing_marks(codebook);
+  for (int i = 0; i < 203; ++i) values.push_back(static_cast<float>(rng.gaussian() / std::sqrt(codebook.dim)));
   return values;
 }
 
@@ -186,6 +199,47 @@ TEST(KernelDispatchTest, QuantizeToCodesAgree) {
           return codes;
         },
         "quantize_to_codes b=" + std::to_string(codebook->bits) + " d=" + std::to_string(codebook->dim));
+  }
+}
+
+// Codebooks no registry builds, for the bucketizers' choice of method: the
+// AVX2 form counts boundaries when they are symmetric about 0 and walks the
+// search tree otherwise. Symmetric ones (one with a -0 middle), one broken by
+// a single ulp, one with a middle that is not 0, one with repeated boundaries:
+// every form must give the definition's codes.
+TEST(KernelDispatchTest, QuantizeToCodesAgreeOnHandBuiltCodebooks) {
+  for (int bits = 1; bits <= 4; ++bits) {
+    const Codebook& built = lloyd_max_codebook(32, bits, CodebookDistribution::beta);
+    const std::size_t middle = built.boundaries_f.size() / 2;
+    std::vector<std::pair<std::string, Codebook>> cases;
+    cases.emplace_back("symmetric", built);
+    cases.emplace_back("symmetric, -0 middle", built);
+    cases.back().second.boundaries_f[middle] = -0.0f;
+    cases.emplace_back("one ulp off symmetric", built);
+    cases.back().second.boundaries_f.back() = std::nextafter(built.boundaries_f.back(), 2.0f);
+    cases.emplace_back("middle not 0", built);
+    cases.back().second.boundaries_f[middle] = 1e-3f;
+    if (bits >= 3) {
+      cases.emplace_back("repeated boundaries", built);
+      Codebook& repeated = cases.back().second;
+      repeated.boundaries_f[middle + 1] = repeated.boundaries_f[middle + 2];
+      repeated.boundaries_f[middle - 1] = repeated.boundaries_f[middle - 2];
+    }
+    for (const auto& [name, codebook] : cases) {
+      const auto y = bucketizing_values(codebook, 5);
+      const int n = static_cast<int>(y.size());
+      std::vector<std::uint8_t> expected(y.size());
+      quantize_to_codes_reference(n, y.data(), codebook, expected.data());
+      for (KernelSet set : supported_kernel_sets()) {
+        ScopedKernelSet use(set);
+        std::vector<std::uint8_t> codes(y.size());
+        quantize_to_codes(n, y.data(), codebook, codes.data());
+        for (std::size_t i = 0; i < y.size(); ++i) {
+          ASSERT_EQ(codes[i], expected[i])
+              << name << " b=" << bits << " y=" << y[i] << " (" << kernel_set_name(set) << " form)";
+        }
+      }
+    }
   }
 }
 

@@ -142,20 +142,20 @@ TEST(TqKernelsTest, NormCertificateNeverAcceptsADifferentNorm) {
   EXPECT_TRUE(norm_is_order_independent(1.0, 2));
 }
 
-// Random coordinates of a rotated unit vector, every boundary, its float
-// neighbours, the centroids, and values far outside [-1, 1]. 203 values: the
-// 32-value steps leave a tail.
+// Zeros of both signs, values far outside [-1, 1], every boundary and its
+// float neighbours, the centroids (first, so that the SIMD steps of 32 values
+// get them, not only the scalar tail), then random coordinates of a rotated
+// unit vector: 203 values, so the 32-value steps leave a tail.
 std::vector<float> bucketizing_inputs(const Codebook& codebook, std::uint64_t seed) {
   Rng rng(seed);
-  std::vector<float> values;
-  for (int i = 0; i < 203; ++i) values.push_back(static_cast<float>(rng.gaussian() / std::sqrt(codebook.dim)));
+  std::vector<float> values = {0.0f, -0.0f, 1.0f, -1.0f, 10.0f, -10.0f, 1e-30f, -1e-30f};
   for (float b : codebook.boundaries_f) {
     values.push_back(b);
     values.push_back(std::nextafter(b, -2.0f));
     values.push_back(std::nextafter(b, 2.0f));
   }
   for (float c : codebook.centroids_f) values.push_back(c);
-  for (float v : {0.0f, -0.0f, 1.0f, -1.0f, 10.0f, -10.0f, 1e-30f, -1e-30f}) values.push_back(v);
+  for (int i = 0; i < 203; ++i) values.push_back(static_cast<float>(rng.gaussian() / std::sqrt(codebook.dim)));
   return values;
 }
 

@@ -66,9 +66,8 @@ struct Avx2Floats {
 // each result, result * 0 (NaN for Inf or NaN), goes to four accumulators in
 // turn instead of one fused multiply-add chain of sixteen dependent steps.
 // The butterfly stage of span 8 Half floats on sixteen registers: register i
-// (bit Half of i clear) and i + Half become their sum and difference. (Pair
-// indices, not fwht_in_registers.inc's nested loops, over which GCC 12 warns
-// of out-of-bounds subscripts it has in fact unrolled away.)
+// (bit Half of i clear) and i + Half become their sum and difference, the
+// eight pairs by index.
 template <int Half>
 [[gnu::always_inline]] inline void cross_register_stage(__m256* v) {
 #pragma GCC unroll 8

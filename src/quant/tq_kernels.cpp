@@ -24,7 +24,8 @@
 //   the float norm cannot change, and the rare rows it cannot certify go
 //   through vector_norm itself.
 // - bucketizing: the boundaries ascend, so "y > boundary[k]" is monotone in k
-//   and the search tree finds the same count as comparing against all of them.
+//   and the search tree finds the same count as comparing against all of them;
+//   the AVX2 form's count for symmetric codebooks is that count by definition.
 // - packing is integer work.
 #include "quant/tq_kernels.h"
 

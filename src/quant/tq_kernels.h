@@ -47,9 +47,10 @@ bool norm_is_order_independent(double sum, int terms);
 
 /// codes[i] = number of codebook boundaries (boundaries_f) strictly below y[i]:
 /// the nearest level, a value equal to a boundary taking the lower one (as
-/// Codebook::code_of does). y: n finite floats,
-/// codes: n. The SIMD forms walk the implicit search tree of the boundaries
-/// eight (or sixteen) values at a time, one comparison per bit.
+/// Codebook::code_of does). y: n finite floats (a NaN's code differs between
+/// forms), codes: n. The SIMD forms walk the implicit search tree of the
+/// boundaries eight (or sixteen) values at a time, one comparison per bit; the
+/// AVX2 form counts boundaries instead for symmetric codebooks of b <= 4.
 void quantize_to_codes(int n, const float* y, const Codebook& codebook, std::uint8_t* codes);
 
 /// quantize_to_codes without SIMD intrinsics: counting compares for b <= 4, a

@@ -141,6 +141,8 @@ struct SearchTree {
 // added to bits(|y|) where y <= 0 to turn ">" into ">=". No permutes: P
 // compares and subtractions, where the search tree takes a lane-crossing
 // permute per level (slow on some x86 cores, e.g. 4 cycles on AMD Zen 1).
+// Finite y only, as quantize_to_codes: a NaN counts as above every boundary
+// (the tree and the portable forms give it 0).
 template <int Bits>
 struct SymmetricCount {
   static_assert(Bits <= 4);
@@ -148,8 +150,8 @@ struct SymmetricCount {
   static constexpr int kPositive = kMiddle;
   __m256i positive_bits[kPositive > 0 ? kPositive : 1];
 
-  // True when `codebook` has the symmetry (and positive boundaries that are
-  // numbers) the count relies on.
+  // True when `codebook` has the symmetry the count relies on, with positive
+  // boundaries above 0 (not NaN: their bits must order as their values).
   static bool fits(const Codebook& codebook) {
     const float* boundaries = codebook.boundaries_f.data();
     if (boundaries[kMiddle] != 0.0f) return false;
