@@ -342,7 +342,16 @@ TEST(KernelDispatchTest, RotationsAgree) {
             std::vector<float> scaled_forward(x.size());
             rotation->forward_scaled(n / 2 + 1, x.data(), c.dim / 2 + c.dim, scales.data(), scaled_forward.data());
             const bool finite = rotation->inverse_scaled(n, x.data(), scales.data(), strided.data(), stride);
+            // A row scale that overflows some results to infinity: the same
+            // verdict and the same infinities on every form.
+            auto huge_scales = scales;
+            huge_scales[0] = 3e38f;
+            std::vector<float> overflowed(x.size());
+            const bool overflow_finite =
+                rotation->inverse_scaled(n, x.data(), huge_scales.data(), overflowed.data(), c.dim);
             auto all = forward;
+            all.insert(all.end(), overflowed.begin(), overflowed.end());
+            all.push_back(overflow_finite ? 1.0f : 0.0f);
             all.insert(all.end(), inverse.begin(), inverse.end());
             all.insert(all.end(), in_place.begin(), in_place.end());
             all.insert(all.end(), scaled_forward.begin(), scaled_forward.end());
