@@ -80,19 +80,14 @@ template <int Half>
   }
 }
 
-// With post signs, the scale and the signs are one product per value:
-// (v * scale) * s = v * (scale * s) to the bit for s = +-1 (rounding to
-// nearest is symmetric about 0; the two differ at most in a NaN's sign, and a
-// NaN fails the row's check either way), with scale * s from a table built
-// once per call.
+// With post signs, the scale and the signs are one product per value
+// (fold_post_signs).
 template <bool kPreScale, bool kPreSigns, bool kPostSigns, bool kPostScale>
 bool hadamard_rows_128(const HadamardRows& rows) {
   constexpr int kRegisters = 16;
   const __m256 scale = _mm256_set1_ps(fwht_scale(7));
   alignas(32) float signed_scales[kPostSigns ? 8 * kRegisters : 1];
-  if constexpr (kPostSigns) {
-    for (int i = 0; i < 8 * kRegisters; ++i) signed_scales[i] = fwht_scale(7) * rows.post_signs[i];
-  }
+  if constexpr (kPostSigns) fold_post_signs(fwht_scale(7), rows.post_signs, 8 * kRegisters, signed_scales);
   __m256 poison[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   for (std::int64_t r = 0; r < rows.n; ++r) {
     const float* in = rows.in + r * rows.in_stride;
