@@ -29,13 +29,14 @@ peers=${TQLAB_PEERS:-}
 sweep=1
 sweep_args=()
 min_time=0.5
+kernel_rounds=3   # tq:b=4 against the probe, in turn
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --peers) peers=$2; shift 2 ;;
     --no-sweep) sweep=0; shift ;;
     --no-rss) sweep_args+=(--no-rss); shift ;;
-    --quick) sweep=0; min_time=0.1; shift ;;
+    --quick) sweep=0; min_time=0.1; kernel_rounds=1; shift ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -119,7 +120,9 @@ PY
   probe_flags=(-O3 -ffp-contract=off -include "$root/tools/bench/thread_cpu_clock.h")
   g++ -march=native "${probe_flags[@]}" "$work/probe.cpp" -o "$work/probe"
   # What -march=native gives the probe on an AVX2-only CPU, beside our AVX2 form.
-  [ "$avx512_cpu" = 1 ] && g++ -mavx2 -mfma -mf16c "${probe_flags[@]}" "$work/probe.cpp" -o "$work/probe_avx2"
+  if [ "$avx512_cpu" = 1 ]; then
+    g++ -mavx2 -mfma -mf16c "${probe_flags[@]}" "$work/probe.cpp" -o "$work/probe_avx2"
+  fi
 else
   note "no probe kernel (give --peers DIR or TQLAB_PEERS): skipping the probe ratios"
 fi
@@ -128,8 +131,6 @@ fi
 # same for the AVX2 forms on a CPU that picked AVX-512), each side's best over all rounds. On a
 # shared VM the rate of one binary moves by 20% from one minute to the next; alternating puts
 # both sides through the same minutes.
-kernel_rounds=3
-[ "$min_time" = 0.1 ] && kernel_rounds=1
 ours_tq_b4() {  # KERNELS PREFIX OUT: our tq:b=4 benchmarks (best of 3) as PREFIX-named key=value lines
   TQLAB_KERNELS=$1 "$build/bench/tqlab_bench" --benchmark_filter='^BM_Quant(RoundTrip|Encode|Decode)/tq_b4$' \
     --benchmark_min_time="$min_time" --benchmark_repetitions=3 --benchmark_format=json \
