@@ -23,6 +23,7 @@ struct RoundtripCommandOptions {
   std::string output;
   std::string layers = "all";
   bool quiet = false;
+  bool fsync = false;
   RoundtripOptions roundtrip;
 };
 
@@ -47,6 +48,7 @@ void print_table(const RoundtripReport& report) {
 
 int run_roundtrip_command(RoundtripCommandOptions& options) {
   options.roundtrip.layers = parse_layer_list(options.layers);
+  options.roundtrip.durability = options.fsync ? Durability::on_disk : Durability::page_cache;
   if (options.roundtrip.threads < 0) {
     fail("roundtrip: --threads {} is negative; give a count, or 0 for every core", options.roundtrip.threads);
   }
@@ -106,6 +108,10 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
                       "Worker threads (0: every core this process may use); the output is the same for any count")
       ->capture_default_str();
   command->add_flag("--quiet", options->quiet, "No progress line and no informational messages");
+  command->add_flag("--fsync", options->fsync,
+                    "Make the output durable (fsync) before it gets its name. Without it the output is renamed\n"
+                    "into place complete, as cp leaves a copy: no process ever sees a partial file, but a power\n"
+                    "loss within the kernel's writeback delay may; rerun then (the output is deterministic)");
   command->add_flag("--bf16", roundtrip.raw16_as_bf16,
                     "Read npy '<u2' (otherwise u16) and '|V2' as bfloat16 bits (.npz output writes them as '<u2')");
   command->callback([options, &exit_code] { exit_code = run_roundtrip_command(*options); });

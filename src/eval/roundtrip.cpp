@@ -216,7 +216,8 @@ RoundtripReport run_roundtrip(const std::string& input_path, const std::string& 
                               const RoundtripOptions& options) {
   const RoundtripPlan plan = plan_roundtrip(input_path, output_path, options);
   // Every name, dtype and shape is known: the header goes out before any work.
-  TensorStreamWriter writer(output_path, roundtrip_output_tensors(plan), roundtrip_metadata(plan, options));
+  TensorStreamWriter writer(output_path, roundtrip_output_tensors(plan), roundtrip_metadata(plan, options),
+                            options.durability);
   const RoundtripReport report = StreamedRoundtrip(plan, options, writer).run();
   writer.commit();
   return report;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/dtype.h"
 #include "io/kv_dump.h"
 #include "io/tensor_file.h"
@@ -38,6 +39,9 @@ struct RoundtripOptions {
   std::uint64_t seed = 0;
   bool raw16_as_bf16 = false;                ///< read raw 2-byte npy values as bfloat16
   int threads = 1;                           ///< worker threads (0: every core); same bytes for any count
+  /// page_cache: the output is renamed into place complete but not fsynced (as cp);
+  /// on_disk: fsynced first. The reference always fsyncs (write_tensor_file).
+  Durability durability = Durability::page_cache;
   /// Called (from any worker) after each (sequence, head) slab: slabs done, slabs in all, its layer number.
   std::function<void(std::size_t done, std::size_t total, int layer)> on_progress;
 };

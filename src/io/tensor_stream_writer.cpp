@@ -1,12 +1,10 @@
 #include "io/tensor_stream_writer.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
-
 #include <zlib.h>
 
-#include "core/atomic_file.h"
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/text.h"
 #include "io/npy.h"
@@ -16,9 +14,10 @@
 namespace tqlab {
 namespace {
 
-// Pieces at least this big are handed to the disk as soon as they are written, so that the
-// fsync at commit() finds most of the file already on its way.
-constexpr std::uint64_t kWritebackPieceBytes = std::uint64_t{1} << 20;
+// With Durability::on_disk, every time this much more has been written the file's dirty
+// pages are handed to the disk (no waiting), so that the fsync at commit() finds most of
+// the file already on its way.
+constexpr std::uint64_t kWritebackBytes = std::uint64_t{8} << 20;
 
 std::uint64_t data_bytes(const TensorToWrite& tensor) {
   std::uint64_t bytes = dtype_size(tensor.dtype);
@@ -36,7 +35,7 @@ std::uint32_t crc32_of(std::uint32_t crc, std::span<const std::byte> bytes) {
 }  // namespace
 
 TensorStreamWriter::TensorStreamWriter(const std::string& path, std::span<const TensorToWrite> tensors,
-                                       const std::map<std::string, std::string>& metadata)
+                                       const std::map<std::string, std::string>& metadata, Durability durability)
     : path_(path) {
   std::vector<std::byte> header;
   std::uint64_t data_start = 0;
@@ -70,7 +69,7 @@ TensorStreamWriter::TensorStreamWriter(const std::string& path, std::span<const 
     tensors_.push_back(std::move(tensor));
   }
 
-  file_ = std::make_unique<AtomicFileWriter>(path);
+  file_ = std::make_unique<AtomicFileWriter>(path, durability);
   if (npz_) {
     // CRCs are not known yet: the local headers go out with 0 and are rewritten at commit().
     for (std::size_t i = 0; i < tensors_.size(); ++i) file_->write_at(npz_->local_header_offset(i), npz_->member_prefix(i, 0));
@@ -91,9 +90,17 @@ void TensorStreamWriter::write(std::size_t index, std::uint64_t offset, std::spa
   Piece piece{offset, bytes.size(), 0};
   if (format_ == Format::npz) piece.crc = crc32_of(0, bytes);
   file_->write_at(tensor.file_offset + offset, bytes);
-  if (bytes.size() >= kWritebackPieceBytes) file_->start_writeback(tensor.file_offset + offset, bytes.size());
-  const std::lock_guard<std::mutex> lock(mutex_);
-  tensor.pieces.push_back(piece);
+  bool writeback = false;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    tensor.pieces.push_back(piece);
+    written_since_writeback_ += bytes.size();
+    if (written_since_writeback_ >= kWritebackBytes && file_->durability() == Durability::on_disk) {
+      written_since_writeback_ = 0;
+      writeback = true;
+    }
+  }
+  if (writeback) file_->start_writeback(0, 0);
 }
 
 std::uint32_t TensorStreamWriter::member_crc(std::size_t index) const {

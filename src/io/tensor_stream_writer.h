@@ -13,7 +13,7 @@
 //   .npy          [header][the one tensor]
 // Atomic like every writer (core/atomic_file.h): the file appears at commit()
 // whole, or not at all (an exception or destruction before commit() removes
-// the temporary file).
+// the temporary file); `durability` says whether it is also fsynced.
 #pragma once
 
 #include <cstddef>
@@ -25,11 +25,11 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "io/tensor_file.h"
 
 namespace tqlab {
 
-class AtomicFileWriter;
 class NpzLayout;
 
 class TensorStreamWriter {
@@ -41,7 +41,7 @@ class TensorStreamWriter {
   /// Throws InputError for what write_tensor_file refuses (unknown extension,
   /// duplicate or unwritable names, ...), before anything is written.
   TensorStreamWriter(const std::string& path, std::span<const TensorToWrite> tensors,
-                     const std::map<std::string, std::string>& metadata);
+                     const std::map<std::string, std::string>& metadata, Durability durability = Durability::on_disk);
   ~TensorStreamWriter();
   TensorStreamWriter(const TensorStreamWriter&) = delete;
   TensorStreamWriter& operator=(const TensorStreamWriter&) = delete;
@@ -56,7 +56,7 @@ class TensorStreamWriter {
 
   /// Checks that every tensor byte was written exactly once (InternalError
   /// otherwise: a caller's bug), completes the file (npz: CRCs and central
-  /// directory), syncs it and renames it into place.
+  /// directory), syncs it (Durability::on_disk) and renames it into place.
   void commit();
 
  private:
