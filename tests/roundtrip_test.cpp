@@ -2,6 +2,10 @@
 // exactly what the quantizer decodes per (layer, sequence, head) with the
 // documented context, in the input's names, shapes and dtypes; everything
 // else is copied bit-exactly; errors come before any output exists.
+#include "eval/roundtrip.h"
+
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -10,17 +14,16 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/rng.h"
-#include "eval/roundtrip.h"
+#include "eval/roundtrip_plan.h"
+#include "eval/roundtrip_slab.h"
 #include "io/kv_dump.h"
 #include "io/tensor_file.h"
 #include "io_test_util.h"
-#include "test_support.h"
 #include "quant/registry.h"
+#include "test_support.h"
 
 namespace tqlab {
 namespace {
@@ -531,6 +534,124 @@ TEST(RoundtripTest, StreamedErrorIsTheFirstSlabsAndLeavesNoFile) {
     left.push_back(entry.path().filename().string());
   }
   EXPECT_EQ(left, std::vector<std::string>{"in.safetensors"});
+}
+
+// ---------------------------------------------------------------- slabs in pieces
+
+TEST(RoundtripSlabTest, PieceTokensAreMultiplesOfEightNearTheTarget) {
+  EXPECT_EQ(slab_piece_tokens(128), 512);
+  EXPECT_EQ(slab_piece_tokens(32), 2048);
+  EXPECT_EQ(slab_piece_tokens(100), 648);  // 655 rounded down to a multiple of 8
+  EXPECT_EQ(slab_piece_tokens(1 << 14), 8);
+  EXPECT_EQ(slab_piece_tokens(1 << 20), 8);  // at least 8
+}
+
+// A slab of a token-independent quantizer reaches the sink in cache-sized pieces that tile
+// it in token order; any other quantizer's, and SlabPieces::whole, in one piece.
+TEST(RoundtripSlabTest, CacheSizedPiecesTileTheSlabInTokenOrder) {
+  ScratchDir scratch;
+  const std::int64_t tokens = 2 * slab_piece_tokens(32) + 13;
+  write_input(scratch.file("in.safetensors"), {random_tensor("layers.0.k", DType::f32, {1, tokens, 32}, 1),
+                                               random_tensor("layers.0.v", DType::f16, {1, tokens, 32}, 2)});
+  RoundtripOptions options;
+  options.key_spec = "tq:b=3";
+  options.value_spec = "kivi:b=2";  // groups over tokens: one piece
+  const RoundtripPlan plan = plan_roundtrip(scratch.file("in.safetensors"), scratch.file("out.npz"), options);
+  ASSERT_EQ(plan.work.size(), 2u);
+  struct Case {
+    std::size_t work;
+    SlabPieces pieces;
+    std::vector<std::int64_t> firsts;
+  };
+  const std::int64_t piece = slab_piece_tokens(32);
+  const Case cases[] = {{0, SlabPieces::cache_sized, {0, piece, 2 * piece}},
+                        {0, SlabPieces::whole, {0}},
+                        {1, SlabPieces::cache_sized, {0}}};
+  for (const Case& test : cases) {
+    SlabBuffers buffers;
+    std::vector<std::int64_t> firsts;
+    std::int64_t next = 0;
+    const std::size_t element_size = dtype_size(plan.work[test.work].view->dtype);
+    roundtrip_slab(plan, plan.work[test.work], 0, 0, 0, test.pieces, buffers,
+                   [&](std::int64_t first, std::span<const std::byte> rows) {
+                     EXPECT_EQ(first, next);
+                     firsts.push_back(first);
+                     next += static_cast<std::int64_t>(rows.size() / (32 * element_size));
+                   });
+    EXPECT_EQ(firsts, test.firsts);
+    EXPECT_EQ(next, tokens);
+  }
+}
+
+// Slabs longer than one piece: the streamed roundtrip's bytes, packed-byte counts and error
+// sums equal the whole-slab reference's to the bit, for odd bit widths (pieces end inside a
+// packed byte only at the slab's end), block formats, conversions to f16/bf16 and a
+// quantizer that keeps one piece.
+TEST(RoundtripTest, SlabsInPiecesEqualTheWholeSlabs) {
+  ScratchDir scratch;
+  const std::int64_t tokens = 2 * slab_piece_tokens(32) + 13;
+  std::vector<InputTensor> input;
+  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  for (int layer = 0; layer < 3; ++layer) {
+    const std::string prefix = "layers." + std::to_string(layer);
+    const auto seed = static_cast<std::uint64_t>(10 * layer);
+    input.push_back(random_tensor(prefix + ".k", dtypes[layer], {2, tokens, 32}, seed + 1));
+    input.push_back(random_tensor(prefix + ".v", dtypes[(layer + 1) % 3], {2, tokens, 32}, seed + 2));
+  }
+  write_input(scratch.file("in.safetensors"), input);
+  const std::pair<std::string, std::string> specs[] = {
+      {"tq:b=3", "tq:b=4,block=8"}, {"tq:b=3,qjl=prod", "q4_0"}, {"fp16", "kivi:b=2"}, {"tq:b=1", "q8_0"}};
+  for (const auto& [keys, values] : specs) {
+    SCOPED_TRACE(keys + " / " + values);
+    RoundtripOptions options;
+    options.key_spec = keys;
+    options.value_spec = values;
+    options.seed = 4;
+    const RoundtripReport reference =
+        run_roundtrip_reference(scratch.file("in.safetensors"), scratch.file("expected.safetensors"), options);
+    options.threads = 2;
+    const RoundtripReport report =
+        run_roundtrip(scratch.file("in.safetensors"), scratch.file("streamed.safetensors"), options);
+    EXPECT_EQ(read_bytes(scratch.file("streamed.safetensors")), read_bytes(scratch.file("expected.safetensors")));
+    ASSERT_EQ(report.tensors.size(), reference.tensors.size());
+    for (std::size_t i = 0; i < report.tensors.size(); ++i) {
+      EXPECT_EQ(report.tensors[i].encoded_bytes, reference.tensors[i].encoded_bytes) << report.tensors[i].name;
+      EXPECT_EQ(report.tensors[i].squared_error, reference.tensors[i].squared_error) << report.tensors[i].name;
+      EXPECT_EQ(report.tensors[i].energy, reference.tensors[i].energy) << report.tensors[i].name;
+    }
+  }
+}
+
+// An error in a later piece names the slab's token, not the piece's: the same message as the
+// whole-slab reference, for a quantizer's refusal (NaN) and for a value the dtype cannot hold.
+TEST(RoundtripTest, ErrorInALaterPieceNamesTheSlabsToken) {
+  ScratchDir scratch;
+  const std::int64_t tokens = 2 * slab_piece_tokens(32) + 13;
+  const std::int64_t token = slab_piece_tokens(32) + 70;  // in the second piece
+  InputTensor nan_keys = random_tensor("layers.0.k", DType::f32, {2, tokens, 32}, 1);
+  nan_keys.values[static_cast<std::size_t>((tokens + token) * 32 + 9)] = NAN;  // head 1, channel 9
+  write_input(scratch.file("nan.safetensors"), {nan_keys, random_tensor("layers.0.v", DType::f32, {2, tokens, 32}, 2)});
+  InputTensor large_keys = random_tensor("layers.0.k", DType::f16, {2, tokens, 32}, 3);
+  large_keys.values[static_cast<std::size_t>(token * 32 + 3)] = 65504.0f;  // q8_0 decodes it beyond f16
+  write_input(scratch.file("large.safetensors"),
+              {large_keys, random_tensor("layers.0.v", DType::f16, {2, tokens, 32}, 4)});
+  const std::pair<std::string, std::string> cases[] = {{"nan.safetensors", "tq:b=3"}, {"large.safetensors", "q8_0"}};
+  for (const auto& [file, spec] : cases) {
+    SCOPED_TRACE(file);
+    RoundtripOptions options;
+    options.key_spec = spec;
+    options.value_spec = spec;
+    const std::string reference = tqlab::testing::input_error_message(
+        [&] { run_roundtrip_reference(scratch.file(file), scratch.file("ref.npz"), options); });
+    EXPECT_NE(reference.find("token " + std::to_string(token)), std::string::npos) << reference;
+    for (const int threads : {1, 2}) {
+      options.threads = threads;
+      EXPECT_EQ(tqlab::testing::input_error_message(
+                    [&] { run_roundtrip(scratch.file(file), scratch.file("out.npz"), options); }),
+                reference);
+    }
+    EXPECT_FALSE(std::filesystem::exists(scratch.file("out.npz")));
+  }
 }
 
 TEST(LayerListTest, ParsesNumbersAndRanges) {

@@ -39,7 +39,7 @@ MappedFile::MappedFile(std::string path) : path_(std::move(path)) {
     }
     data_ = static_cast<const std::byte*>(mapped);
   }
-  ::close(fd);
+  fd_ = fd;
 }
 
 MappedFile::MappedFile(std::string name, std::vector<std::byte> contents)
@@ -50,6 +50,25 @@ MappedFile::MappedFile(std::string name, std::vector<std::byte> contents)
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr && owned_.empty()) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MappedFile::read(std::uint64_t offset, std::span<std::byte> out) const {
+  if (offset > size_ || out.size() > size_ - offset) {
+    fail("'{}': cannot read bytes [{}, {}) of a {}-byte file", path_, offset, offset + out.size(), size_);
+  }
+  if (fd_ < 0) {
+    if (!out.empty()) std::memcpy(out.data(), data_ + offset, out.size());
+    return;
+  }
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t got = ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    // 0: the file became shorter since it was opened.
+    if (got <= 0) fail("cannot read '{}': {}", path_, got < 0 ? std::strerror(errno) : "the file was truncated");
+    done += static_cast<std::size_t>(got);
+  }
 }
 
 void MappedFile::release(std::uint64_t offset, std::uint64_t length) const {

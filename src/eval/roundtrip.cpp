@@ -15,6 +15,7 @@
 #include "core/parallel.h"
 #include "eval/kv_slab.h"
 #include "eval/roundtrip_plan.h"
+#include "eval/roundtrip_slab.h"
 #include "io/tensor_stream_writer.h"
 
 namespace tqlab {
@@ -103,19 +104,31 @@ class StreamedRoundtrip {
     if (item.kind == Item::Kind::copy) return copy_piece(item);
     const QuantizedTensor& tensor = plan_.work[item.tensor];
     TensorState& state = states_[item.tensor];
-    outcomes_[index] = roundtrip_slab(plan_, tensor, item.seq, item.head, options_.seed, buffers);
     const std::size_t element_size = dtype_size(tensor.view->dtype);
-    const std::size_t slab_bytes = static_cast<std::size_t>(state.tokens) * static_cast<std::size_t>(state.dim) *
-                                   element_size;
+    const auto row_bytes = static_cast<std::uint64_t>(state.dim) * element_size;
+    const auto out_base = static_cast<std::uint64_t>(slab_base(plan_.axes, state.out_strides, item.seq, item.head));
+    std::vector<std::byte>* assembled = state.out_contiguous ? nullptr : assembled_tensor(state);
+    // Each piece of rows goes out as soon as it is decoded: straight to its place in the
+    // file, or into the tensor being assembled.
+    const auto put_rows = [&](std::int64_t first_token, std::span<const std::byte> rows) {
+      if (assembled == nullptr) {
+        writer_.write(state.output, out_base * element_size + static_cast<std::uint64_t>(first_token) * row_bytes,
+                      rows);
+      } else {
+        scatter_rows(state, out_base, first_token, element_size, rows, *assembled);
+      }
+    };
+    outcomes_[index] =
+        roundtrip_slab(plan_, tensor, item.seq, item.head, options_.seed, SlabPieces::cache_sized, buffers, put_rows);
     if (state.in_contiguous) {
       const auto base = static_cast<std::uint64_t>(slab_base(plan_.axes, tensor.view->strides, item.seq, item.head));
-      plan_.file->release(*tensor.view, base * element_size, slab_bytes);
+      plan_.file->release(*tensor.view, base * element_size, static_cast<std::uint64_t>(state.tokens) * row_bytes);
     }
-    const auto out_base = static_cast<std::uint64_t>(slab_base(plan_.axes, state.out_strides, item.seq, item.head));
-    if (state.out_contiguous) {
-      writer_.write(state.output, out_base * element_size, buffers.out);
-    } else {
-      scatter_into_buffer(state, out_base, element_size, buffers.out.data());
+    if (assembled != nullptr && --*state.slabs_left == 0) {
+      // The tensor's last slab is in: whoever brought it writes the tensor.
+      writer_.write(state.output, 0, *assembled);
+      const std::lock_guard<std::mutex> lock(buffer_mutex_);
+      state.buffer.reset();
     }
     const int layer = dump_.layers()[static_cast<std::size_t>(tensor.layer_index)].layer;
     if (--layers_left_[static_cast<std::size_t>(tensor.layer_index)] == 0) {
@@ -127,20 +140,24 @@ class StreamedRoundtrip {
   }
 
   // A layout whose slabs are not runs of the output ("token head dim"): the
-  // tensor is assembled in memory, written by whoever brings its last slab.
-  void scatter_into_buffer(TensorState& state, std::uint64_t base, std::size_t element_size, const std::byte* slab) {
-    std::vector<std::byte>* buffer = nullptr;
-    {
-      const std::lock_guard<std::mutex> lock(buffer_mutex_);
-      if (!state.buffer) state.buffer = std::make_unique<std::vector<std::byte>>(writer_.tensor_bytes(state.output));
-      buffer = state.buffer.get();
-    }
+  // tensor is assembled in memory and written when its last slab is in.
+  std::vector<std::byte>* assembled_tensor(TensorState& state) {
+    const std::lock_guard<std::mutex> lock(buffer_mutex_);
+    if (!state.buffer) state.buffer = std::make_unique<std::vector<std::byte>>(writer_.tensor_bytes(state.output));
+    return state.buffer.get();
+  }
+
+  // Copies rows [first_token, ...) of the slab at element `base` into the assembled tensor.
+  void scatter_rows(const TensorState& state, std::uint64_t base, std::int64_t first_token, std::size_t element_size,
+                    std::span<const std::byte> rows, std::vector<std::byte>& tensor) const {
     const std::int64_t token_stride = state.out_strides[static_cast<std::size_t>(plan_.axes.token_axis)];
     const std::int64_t dim_stride = state.out_strides[static_cast<std::size_t>(plan_.axes.dim_axis)];
     const std::size_t row_bytes = static_cast<std::size_t>(state.dim) * element_size;
-    for (int t = 0; t < state.tokens; ++t) {
-      std::byte* row = buffer->data() + (base + static_cast<std::uint64_t>(t * token_stride)) * element_size;
-      const std::byte* from = slab + static_cast<std::size_t>(t) * row_bytes;
+    const std::size_t row_count = rows.size() / row_bytes;
+    for (std::size_t r = 0; r < row_count; ++r) {
+      const auto t = static_cast<std::uint64_t>(first_token) + r;
+      std::byte* row = tensor.data() + (base + t * static_cast<std::uint64_t>(token_stride)) * element_size;
+      const std::byte* from = rows.data() + r * row_bytes;
       if (dim_stride == 1) {
         std::memcpy(row, from, row_bytes);
         continue;
@@ -150,10 +167,6 @@ class StreamedRoundtrip {
                     element_size);
       }
     }
-    if (--*state.slabs_left > 0) return;
-    writer_.write(state.output, 0, *buffer);
-    const std::lock_guard<std::mutex> lock(buffer_mutex_);
-    state.buffer.reset();
   }
 
   void copy_piece(const Item& item) {

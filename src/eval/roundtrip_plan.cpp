@@ -1,8 +1,6 @@
 #include "eval/roundtrip_plan.h"
 
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 
 #include "core/dtype.h"
@@ -131,96 +129,6 @@ RoundtripTensorResult roundtrip_result_header(const RoundtripPlan& plan, const Q
   result.shape = view.shape;
   result.value_count = view.element_count();
   return result;
-}
-
-namespace {
-
-// Sums of (x - y)^2 and x^2 over n values, in kLanes interleaved partial sums added up
-// at the end: a fixed order (the same bits on every run), and no chain of dependent adds.
-// Written with GCC vector types so that it runs in SIMD registers on any x86-64 build.
-constexpr std::size_t kLanes = 8;
-using Floats4 = float __attribute__((vector_size(16)));
-using Doubles4 = double __attribute__((vector_size(32)));
-
-void add_error_sums(std::size_t n, const float* x, const float* y, SlabOutcome& outcome) {
-  Doubles4 error[2] = {}, energy[2] = {};  // lanes 0-3 and 4-7
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (std::size_t half = 0; half < 2; ++half) {
-      Floats4 x4, y4;
-      std::memcpy(&x4, x + i + 4 * half, sizeof(x4));
-      std::memcpy(&y4, y + i + 4 * half, sizeof(y4));
-      const Doubles4 value = __builtin_convertvector(x4, Doubles4);
-      const Doubles4 difference = value - __builtin_convertvector(y4, Doubles4);
-      error[half] += difference * difference;
-      energy[half] += value * value;
-    }
-  }
-  for (; i < n; ++i) {
-    const double value = x[i];
-    const double difference = value - static_cast<double>(y[i]);
-    error[0][0] += difference * difference;
-    energy[0][0] += value * value;
-  }
-  for (std::size_t lane = 0; lane < kLanes; ++lane) {
-    outcome.squared_error += error[lane / 4][lane % 4];
-    outcome.energy += energy[lane / 4][lane % 4];
-  }
-}
-
-}  // namespace
-
-SlabOutcome roundtrip_slab(const RoundtripPlan& plan, const QuantizedTensor& tensor, int seq, int head,
-                           std::uint64_t seed, SlabBuffers& buffers) {
-  const KvDump& dump = *plan.dump;
-  const TensorView& view = *tensor.view;
-  const KvSlab where{tensor.role, tensor.layer_index, seq, head};
-  const auto dim = static_cast<std::size_t>(slab_dim(dump, where));
-  const std::size_t slab_size = static_cast<std::size_t>(slab_tokens(dump, where)) * dim;
-  const std::size_t element_size = dtype_size(view.dtype);
-  // Little-endian f32 slabs that are one aligned run of the input are quantized where they
-  // lie (in the mapping); every other slab is read (converted) into `input` first.
-  const float* x = nullptr;
-  if (view.dtype == DType::f32 && !view.big_endian && slab_size > 0 &&
-      slab_is_contiguous(plan.axes, view.strides, static_cast<int>(dim))) {
-    const std::byte* at = view.data + slab_base(plan.axes, view.strides, seq, head) * 4;
-    if (reinterpret_cast<std::uintptr_t>(at) % alignof(float) == 0) x = reinterpret_cast<const float*>(at);
-  }
-  if (x == nullptr) {
-    read_slab(dump, where, buffers.input);
-    x = buffers.input.data();
-  }
-  buffers.decoded.resize(slab_size);
-
-  SlabOutcome outcome;
-  outcome.encoded_bytes = fake_quantize(dump, where, *tensor.quantizer, seed, x, buffers.decoded.data());
-  float* decoded = buffers.decoded.data();
-  if (view.dtype == DType::f32) {
-    // The decoded floats are what the file holds: no conversion, no copy.
-    buffers.out = std::as_bytes(std::span<const float>(decoded, slab_size));
-    add_error_sums(slab_size, x, decoded, outcome);
-  } else {
-    // The error is measured on what the file will hold, after rounding to its dtype.
-    buffers.stored.resize(slab_size * element_size);
-    buffers.rounded.resize(slab_size);
-    std::byte* stored = buffers.stored.data();
-    for (std::size_t i = 0; i < slab_size; ++i) {
-      buffers.rounded[i] = store_element(decoded[i], view.dtype, stored + i * element_size);
-    }
-    buffers.out = std::span<const std::byte>(stored, slab_size * element_size);
-    add_error_sums(slab_size, x, buffers.rounded.data(), outcome);
-  }
-  // x is finite (quantizers refuse anything else), so a stored Inf or NaN shows in the sum.
-  if (!std::isfinite(outcome.squared_error)) {
-    std::byte scratch[8];
-    for (std::size_t i = 0; i < slab_size; ++i) {
-      if (std::isfinite(store_element(decoded[i], view.dtype, scratch))) continue;
-      fail("'{}': tensor '{}', sequence {}, head {}: '{}' decodes token {}, channel {} to {}, which {} cannot hold",
-           dump.file().path(), printable(view.name), seq, head, tensor.quantizer->spec_for_dim(static_cast<int>(dim)),
-           i / dim, i % dim, decoded[i], dtype_name(view.dtype));
-    }
-  }
-  return outcome;
 }
 
 std::int64_t slab_base(const KvLayout& axes, const std::vector<std::int64_t>& strides, int seq, int head) {

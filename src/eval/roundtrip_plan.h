@@ -1,14 +1,13 @@
 // What `tqlab roundtrip` does before and around the writing, shared by the
 // streamed writer (eval/roundtrip.cpp) and the in-memory reference it is
 // tested against (eval/roundtrip_reference.cpp): the checked plan of which
-// tensors are quantized with which spec, the one-slab fake quantization, the
-// output's tensor list and metadata.
+// tensors are quantized with which spec, the output's tensor list and
+// metadata, where a slab lies (the slab itself: eval/roundtrip_slab.h).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -51,29 +50,6 @@ std::vector<TensorToWrite> roundtrip_output_tensors(const RoundtripPlan& plan);
 
 /// The result fields of `tensor` known before its data is read (no error sums, no bytes).
 RoundtripTensorResult roundtrip_result_header(const RoundtripPlan& plan, const QuantizedTensor& tensor);
-
-/// What one (sequence, head) slab contributes to its tensor's result.
-struct SlabOutcome {
-  std::uint64_t encoded_bytes = 0;
-  double squared_error = 0;  ///< sum over the slab, in [token][dim] order
-  double energy = 0;
-};
-
-/// A worker's buffers for roundtrip_slab (reused from slab to slab).
-struct SlabBuffers {
-  std::vector<float> input, decoded, rounded;  ///< tokens * dim floats; rounded: decoded as stored
-  std::vector<std::byte> stored;
-  /// After roundtrip_slab: the slab as the file holds it, tokens * dim elements of the
-  /// tensor's dtype, [token][dim] (the bytes of `decoded` for f32, else `stored`).
-  std::span<const std::byte> out;
-};
-
-/// Fake-quantizes slab (seq, head) of `tensor` and leaves the decoded values,
-/// rounded to the tensor's dtype, in buffers.out ([token][dim], that dtype).
-/// Throws InputError naming the file, tensor, sequence and head when a decoded
-/// value does not fit the dtype (or the quantizer refuses the input).
-SlabOutcome roundtrip_slab(const RoundtripPlan& plan, const QuantizedTensor& tensor, int seq, int head,
-                           std::uint64_t seed, SlabBuffers& buffers);
 
 /// Element offset of slab (seq, head) in a tensor with element `strides` (layout axes).
 std::int64_t slab_base(const KvLayout& axes, const std::vector<std::int64_t>& strides, int seq, int head);

@@ -7,6 +7,7 @@
 #include "eval/kv_slab.h"
 #include "eval/roundtrip.h"
 #include "eval/roundtrip_plan.h"
+#include "eval/roundtrip_slab.h"
 
 namespace tqlab {
 namespace {
@@ -39,7 +40,6 @@ RoundtripReport run_roundtrip_reference(const std::string& input_path, const std
     const TensorView& view = *tensor.view;
     RoundtripTensorResult result = roundtrip_result_header(plan, tensor);
     const int dim = slab_dim(dump, KvSlab{tensor.role, tensor.layer_index, 0, 0});
-    const int tokens = slab_tokens(dump, KvSlab{tensor.role, tensor.layer_index, 0, 0});
     const std::size_t element_size = dtype_size(view.dtype);
     std::vector<std::byte>& out = written[&view];
     out.assign(static_cast<std::size_t>(result.value_count) * element_size, std::byte{0});
@@ -47,13 +47,19 @@ RoundtripReport run_roundtrip_reference(const std::string& input_path, const std
     const int seqs = dump.layers()[static_cast<std::size_t>(tensor.layer_index)].seqs;
     for (int seq = 0; seq < seqs; ++seq) {
       for (int head = 0; head < role_heads(dump, tensor.layer_index, tensor.role); ++head) {
-        const SlabOutcome outcome = roundtrip_slab(plan, tensor, seq, head, options.seed, buffers);
+        const std::int64_t token_stride = strides[static_cast<std::size_t>(plan.axes.token_axis)];
+        const std::int64_t base = slab_base(plan.axes, strides, seq, head);
+        const auto scatter = [&](std::int64_t first_token, std::span<const std::byte> rows) {
+          const auto row_count =
+              static_cast<std::int64_t>(rows.size() / (static_cast<std::size_t>(dim) * element_size));
+          scatter_slab(row_count, dim, element_size, rows.data(), base + first_token * token_stride, token_stride,
+                       strides[static_cast<std::size_t>(plan.axes.dim_axis)], out.data());
+        };
+        const SlabOutcome outcome =
+            roundtrip_slab(plan, tensor, seq, head, options.seed, SlabPieces::whole, buffers, scatter);
         result.encoded_bytes += outcome.encoded_bytes;
         result.squared_error += outcome.squared_error;
         result.energy += outcome.energy;
-        scatter_slab(tokens, dim, element_size, buffers.out.data(), slab_base(plan.axes, strides, seq, head),
-                     strides[static_cast<std::size_t>(plan.axes.token_axis)],
-                     strides[static_cast<std::size_t>(plan.axes.dim_axis)], out.data());
       }
     }
     results[&view] = result;

@@ -128,6 +128,22 @@ void TensorFile::release(const TensorView& tensor, std::uint64_t byte_offset, st
   mapping_->release(tensor.file_offset + byte_offset, std::min(byte_count, tensor.byte_size - byte_offset));
 }
 
+void TensorFile::read_bytes(const TensorView& tensor, std::uint64_t byte_offset, std::span<std::byte> out) const {
+  if (byte_offset > tensor.byte_size || out.size() > tensor.byte_size - byte_offset) {
+    throw InternalError(fmt::format("'{}': bytes [{}, {}) of tensor '{}' lie outside its {} bytes", path_, byte_offset,
+                                    byte_offset + out.size(), printable(tensor.name), tensor.byte_size));
+  }
+  if (out.empty()) return;
+  const std::less<const std::byte*> before;
+  if (mapping_) {
+    const auto mapped = mapping_->bytes();
+    if (!before(tensor.data, mapped.data()) && before(tensor.data, mapped.data() + mapped.size())) {
+      return mapping_->read(static_cast<std::uint64_t>(tensor.data - mapped.data()) + byte_offset, out);
+    }
+  }
+  std::memcpy(out.data(), tensor.data + byte_offset, out.size());  // inflated data, held in memory
+}
+
 void TensorFile::set_mapping(std::shared_ptr<const MappedFile> mapping) { mapping_ = std::move(mapping); }
 
 const std::byte* TensorFile::adopt_buffer(std::vector<std::byte> buffer) {

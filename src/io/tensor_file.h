@@ -87,6 +87,12 @@ class TensorFile {
   /// (only the whole pages inside that range: a neighbour's pages stay).
   void release(const TensorView& tensor, std::uint64_t byte_offset, std::uint64_t byte_count) const;
 
+  /// Copies bytes [byte_offset, byte_offset + out.size()) of a tensor's data
+  /// (as stored: its dtype and byte order) into `out`, with pread where the
+  /// data lies in the file, so that a stream through the file maps nothing.
+  /// InternalError when the range passes the tensor's end.
+  void read_bytes(const TensorView& tensor, std::uint64_t byte_offset, std::span<std::byte> out) const;
+
   // Readers build files through these (not for general use).
   TensorFile(std::string path, std::string format);
   ~TensorFile();
