@@ -168,11 +168,11 @@ SlabOutcome roundtrip_slab(const RoundtripPlan& plan, const QuantizedTensor& ten
       sums.add(size, piece_x, decoded);
     } else {
       // The error is measured on what the file will hold, after rounding to its dtype.
+      // store_elements and load_elements give store_element's bits and return value, many values at a time.
       buffers.stored.resize(size * element_size);
       buffers.rounded.resize(size);
-      for (std::size_t i = 0; i < size; ++i) {
-        buffers.rounded[i] = store_element(decoded[i], view.dtype, buffers.stored.data() + i * element_size);
-      }
+      (void)store_elements(size, decoded, view.dtype, 1, buffers.stored.data());
+      load_elements(size, buffers.stored.data(), view.dtype, 1, buffers.rounded.data());
       stored = std::span<const std::byte>(buffers.stored.data(), size * element_size);
       sums.add(size, piece_x, buffers.rounded.data());
     }
