@@ -9,7 +9,9 @@
 #   --no-1g   only the 256 MiB file (the 1 GiB one shows that peak RSS does not grow with the file)
 #   --dir     where the temporary files go (default: a new directory under ${TMPDIR:-/tmp})
 # Files: 256 MiB = one layer, K and V each f32 [8 heads, 32768 tokens, 128] ("head token dim");
-# 1 GiB = four such layers. `cp + fsync` is the copy made durable as tqlab makes its output.
+# 1 GiB = four such layers. `cp + fsync` is the copy made durable, as `tqlab roundtrip --fsync`
+# makes its output (without --fsync, tqlab leaves it in the page cache, as cp does).
+# Every run starts after a `sync`, so that no earlier run's writeback competes with it.
 # Output: one line per command (wall s, user s, sys s, peak RSS MiB)
 # and the ratios the docs quote.
 set -euo pipefail
@@ -77,6 +79,7 @@ measure() {
   local best=""
   for _ in $(seq "$repeat"); do
     local line
+    sync
     line=$("$python" - "$@" <<'PY'
 import resource, subprocess, sys, time
 start = time.monotonic()
@@ -111,18 +114,21 @@ for size in "${sizes[@]}"; do
   measure "cp" cp "$input" "$dir/copy.safetensors"
   cp_wall=$wall
   rm -f "$dir/copy.safetensors"
-  # tqlab fsyncs its output before the rename (a result is on disk once it has its name); cp
-  # leaves the copy in the page cache. The same copy with an fsync shows what that costs here.
+  # The same copy made durable: what `tqlab roundtrip --fsync` is compared with.
   measure "cp + fsync (dd conv=fsync)" dd if="$input" of="$dir/copy.safetensors" bs=8M conv=fsync status=none
   sync_wall=$wall
   rm -f "$dir/copy.safetensors"
   for threads in 1 2; do
     measure "tqlab roundtrip --threads $threads" "$tqlab" roundtrip "$input" -o "$dir/out.safetensors" \
       --k tq:b=4 --v tq:b=4 --threads "$threads" --quiet
-    echo "  ratio to cp: $(ratio "$wall" "$cp_wall")x; to cp + fsync: $(ratio "$wall" "$sync_wall")x"
+    echo "  ratio to cp: $(ratio "$wall" "$cp_wall")x"
     eval "tq_wall_$threads=$wall"
     rm -f "$dir/out.safetensors"
   done
+  measure "tqlab roundtrip --threads 2 --fsync" "$tqlab" roundtrip "$input" -o "$dir/out.safetensors" \
+    --k tq:b=4 --v tq:b=4 --threads 2 --quiet --fsync
+  echo "  ratio to cp + fsync: $(ratio "$wall" "$sync_wall")x"
+  rm -f "$dir/out.safetensors"
   if [ "$size" = 256 ]; then
     if [ -n "$peers" ] && [ -f "$peers/numpy_turboquant.py" ]; then
       # The same number of vectors: 2 tensors x 8 heads x 32768 tokens = 524288 of dim 128.
