@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bucketizing_values.h"
 #include "core/bit_pack.h"
 #include "core/kernel_set.h"
 #include "core/rng.h"
@@ -28,6 +29,8 @@
 
 namespace tqlab {
 namespace {
+
+using tqlab::testing::bucketizing_values;
 
 std::vector<std::uint32_t> bits_of(const std::vector<float>& values) {
   std::vector<std::uint32_t> bits(values.size());
@@ -65,33 +68,6 @@ std::vector<float> test_values(std::size_t count, std::uint64_t seed) {
   Rng rng(seed);
   std::vector<float> values(count);
   for (float& v : values) v = static_cast<float>(rng.gaussian() * std::ldexp(1.0, static_cast<int>(rng.uniform() * 40) - 20));
-  return values;
-}
-
-// The values where bucketizing kernels could disagree: zeros of both signs,
-// the extreme finite, normal and subnormal magnitudes, infinities, values far
-// outside [-1, 1], each boundary and centroid of `codebook` with its float
-// neighbours on both sides.
-std::vector<float> bucketizing_marks(const Codebook& codebook) {
-  constexpr float kMax = std::numeric_limits<float>::max();
-  constexpr float kMinNormal = std::numeric_limits<float>::min();
-  constexpr float kMinSubnormal = std::numeric_limits<float>::denorm_min();
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  std::vector<float> values = {0.0f, -0.0f, 1.0f,       -1.0f,       10.0f,         -10.0f,         1e-30f, -1e-30f,
-                               kMax, -kMax, kMinNormal, -kMinNormal, kMinSubnormal, -kMinSubnormal, kInf,   -kInf};
-  std::vector<float> marks = codebook.boundaries_f;
-  marks.insert(marks.end(), codebook.centroids_f.begin(), codebook.centroids_f.end());
-  for (float mark : marks) values.insert(values.end(), {std::nextafter(mark, -2.0f), mark, std::nextafter(mark, 2.0f)});
-  return values;
-}
-
-// What the bucketizing kernels see: bucketizing_marks first (so that the SIMD
-// steps of 32 values get them, not only the scalar tail), then 203
-// coordinates of a rotated unit vector (N(0, 1/d); 32-value steps leave a tail).
-std::vector<float> bucketizing_values(const Codebook& codebook, std::uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> values = bucketizing_marks(codebook);
-  for (int i = 0; i < 203; ++i) values.push_back(static_cast<float>(rng.gaussian() / std::sqrt(codebook.dim)));
   return values;
 }
 
