@@ -182,15 +182,22 @@ struct SymmetricCount {
 // levels, symmetric boundaries), otherwise by SearchTree.
 template <int Bits>
 struct Bucketizer {
-  static constexpr bool kMayCount = Bits <= 4;
+  explicit Bucketizer(const Codebook& codebook) : tree(codebook) {}
   SearchTree<Bits> tree;
-  std::optional<SymmetricCount<std::min(Bits, 4)>> count;
+};
 
-  explicit Bucketizer(const Codebook& codebook) : tree(codebook) {
-    if constexpr (kMayCount) {
-      if (SymmetricCount<Bits>::fits(codebook)) count.emplace(codebook);
+template <int Bits>
+  requires(Bits <= 4)
+struct Bucketizer<Bits> {
+  explicit Bucketizer(const Codebook& codebook) {
+    if (SymmetricCount<Bits>::fits(codebook)) {
+      count.emplace(codebook);
+    } else {
+      tree.emplace(codebook);
     }
   }
+  std::optional<SymmetricCount<Bits>> count;  ///< exactly one of the two is set
+  std::optional<SearchTree<Bits>> tree;
 };
 
 // Four registers of int32 codes (values 0..255) as 32 bytes in order.
@@ -269,10 +276,11 @@ inline __m256i codes_of_32(const Rule& rule, const float* y) {
 
 template <int Bits>
 inline __m256i codes_of_32(const Bucketizer<Bits>& bucketizer, const float* y) {
-  if constexpr (Bucketizer<Bits>::kMayCount) {
-    if (bucketizer.count) return codes_of_32(*bucketizer.count, y);
+  if constexpr (Bits <= 4) {
+    return bucketizer.count ? codes_of_32(*bucketizer.count, y) : codes_of_32(*bucketizer.tree, y);
+  } else {
+    return codes_of_32(bucketizer.tree, y);
   }
-  return codes_of_32(bucketizer.tree, y);
 }
 
 // The codes of y[0 .. 32) packed into the 4 Bits bytes at `at` (quantize_and_pack_simd.inc).
