@@ -586,7 +586,7 @@ TEST(RoundtripSlabTest, CacheSizedPiecesTileTheSlabInTokenOrder) {
 // Slabs longer than one piece: the streamed roundtrip's bytes, packed-byte counts and error
 // sums equal the whole-slab reference's to the bit, for odd bit widths (pieces end inside a
 // packed byte only at the slab's end), block formats, conversions to f16/bf16 and a
-// quantizer that keeps one piece.
+// quantizer that keeps one piece; and a copied tensor of several pieces arrives whole.
 TEST(RoundtripTest, SlabsInPiecesEqualTheWholeSlabs) {
   ScratchDir scratch;
   const std::int64_t tokens = 2 * slab_piece_tokens(32) + 13;
@@ -598,6 +598,8 @@ TEST(RoundtripTest, SlabsInPiecesEqualTheWholeSlabs) {
     input.push_back(random_tensor(prefix + ".k", dtypes[layer], {2, tokens, 32}, seed + 1));
     input.push_back(random_tensor(prefix + ".v", dtypes[(layer + 1) % 3], {2, tokens, 32}, seed + 2));
   }
+  // A copied tensor of two work items (8 MiB each) and a part, each read in many pieces.
+  input.push_back(random_tensor("embeddings", DType::f32, {(std::int64_t{8} << 20) / 4 + 77000}, 99));
   write_input(scratch.file("in.safetensors"), input);
   const std::pair<std::string, std::string> specs[] = {
       {"tq:b=3", "tq:b=4,block=8"}, {"tq:b=3,qjl=prod", "q4_0"}, {"fp16", "kivi:b=2"}, {"tq:b=1", "q8_0"}};

@@ -21,8 +21,10 @@
 namespace tqlab {
 namespace {
 
-// Copied tensors go out in pieces of this size, each one's input pages given back after it.
+// Copied tensors are work items of this size, read (pread) and written kCopyReadBytes at a
+// time through the worker's buffer, which stays in cache; nothing of them is mapped.
 constexpr std::uint64_t kCopyPieceBytes = std::uint64_t{8} << 20;
+constexpr std::uint64_t kCopyReadBytes = std::uint64_t{256} << 10;
 
 // One unit of work: a (sequence, head) slab of a quantized tensor, or a piece of a copied one.
 struct Item {
@@ -101,7 +103,7 @@ class StreamedRoundtrip {
 
   void run_item(std::size_t index, SlabBuffers& buffers) {
     const Item& item = items_[index];
-    if (item.kind == Item::Kind::copy) return copy_piece(item);
+    if (item.kind == Item::Kind::copy) return copy_piece(item, buffers.raw);
     const QuantizedTensor& tensor = plan_.work[item.tensor];
     TensorState& state = states_[item.tensor];
     const std::size_t element_size = dtype_size(tensor.view->dtype);
@@ -169,14 +171,18 @@ class StreamedRoundtrip {
     }
   }
 
-  void copy_piece(const Item& item) {
+  void copy_piece(const Item& item, std::vector<std::byte>& buffer) {
     const TensorView& tensor = plan_.file->tensors()[item.tensor];
     if (item.size == 0) {
       writer_.write(item.tensor, 0, read_all_bytes(tensor));
       return;
     }
-    writer_.write(item.tensor, item.offset, std::span(tensor.data + item.offset, item.size));
-    plan_.file->release(tensor, item.offset, item.size);
+    buffer.resize(kCopyReadBytes);
+    for (std::uint64_t done = 0; done < item.size; done += kCopyReadBytes) {
+      const std::span<std::byte> piece(buffer.data(), std::min(kCopyReadBytes, item.size - done));
+      plan_.file->read_bytes(tensor, item.offset + done, piece);
+      writer_.write(item.tensor, item.offset + done, piece);
+    }
   }
 
   RoundtripReport report() const {

@@ -84,13 +84,13 @@ struct RoundtripReport {
 /// sequence, head) slab is quantized on one of options.threads workers and
 /// written at its final offset, in pieces of about 256 KiB read from the
 /// input by pread where the quantizer and layout allow it
-/// (eval/roundtrip_slab.h); tensors that are copied go out in pieces straight
-/// from the input's mapping. Mapped input pages are given back as soon as a
-/// slab (or a layer, for a layout whose slabs are not one run) is done, so
-/// the resident memory is a few pieces' or slabs' worth whatever the file's
-/// size. One exception: a layout whose slabs are not one run of the output
-/// tensor ("token head dim") holds each such tensor in memory until it is
-/// complete.
+/// (eval/roundtrip_slab.h); tensors that are copied go out in pieces read the
+/// same way. Input read through the map (other layouts, dtypes, quantizers)
+/// gives its pages back as soon as a slab (or a layer, for a layout whose
+/// slabs are not one run) is done, so the resident memory is a few pieces'
+/// or slabs' worth whatever the file's size. One exception: a layout whose
+/// slabs are not one run of the output tensor ("token head dim") holds each
+/// such tensor in memory until it is complete.
 RoundtripReport run_roundtrip(const std::string& input_path, const std::string& output_path,
                               const RoundtripOptions& options);
 

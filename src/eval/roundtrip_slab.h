@@ -33,7 +33,7 @@ struct SlabOutcome {
 /// A worker's buffers for roundtrip_slab (reused from slab to slab).
 struct SlabBuffers {
   std::vector<float> input;             ///< values read (converted) from the file: one piece, or the slab
-  std::vector<std::byte> raw;           ///< one piece as the file stores it (f16, bf16)
+  std::vector<std::byte> raw;           ///< one piece as the file stores it (f16, bf16; copied bytes)
   std::vector<float> decoded, rounded;  ///< one piece: rows * dim; rounded: decoded as stored
   std::vector<std::byte> stored;        ///< one piece in the tensor's dtype (not f32)
 };
