@@ -624,6 +624,41 @@ TEST(RoundtripTest, SlabsInPiecesEqualTheWholeSlabs) {
   }
 }
 
+// Pieces of a head dim whose piece is not a round number of values (dim 100: 648 tokens,
+// 64 800 values) and of a layout whose slabs are scattered in the output ("token head dim"):
+// the same bytes and figures as the whole slabs. Pieces of other than a multiple of 8 tokens
+// would end inside a packed byte of tq:b=3 and shift the error sums' lanes.
+TEST(RoundtripTest, PiecesOfAnOddHeadDimAndAScatteredLayoutEqualTheWholeSlabs) {
+  ScratchDir scratch;
+  const std::int64_t tokens = 2 * slab_piece_tokens(100) + 13;
+  for (const std::string layout : {"head token dim", "token head dim"}) {
+    SCOPED_TRACE(layout);
+    const std::vector<std::int64_t> shape = layout == "head token dim" ? std::vector<std::int64_t>{2, tokens, 100}
+                                                                       : std::vector<std::int64_t>{tokens, 2, 100};
+    write_input(scratch.file("in.safetensors"),
+                {random_tensor("layers.0.k", DType::f32, shape, 1), random_tensor("layers.0.v", DType::bf16, shape, 2)},
+                {{"layout", layout}});
+    for (const char* spec : {"tq:b=3", "tq:b=1,qjl=prod", "fp16"}) {
+      SCOPED_TRACE(spec);
+      RoundtripOptions options;
+      options.key_spec = spec;
+      options.value_spec = spec;
+      const RoundtripReport reference =
+          run_roundtrip_reference(scratch.file("in.safetensors"), scratch.file("expected.npz"), options);
+      options.threads = 2;
+      const RoundtripReport report =
+          run_roundtrip(scratch.file("in.safetensors"), scratch.file("streamed.npz"), options);
+      EXPECT_EQ(read_bytes(scratch.file("streamed.npz")), read_bytes(scratch.file("expected.npz")));
+      ASSERT_EQ(report.tensors.size(), 2u);
+      for (std::size_t i = 0; i < 2; ++i) {
+        EXPECT_EQ(report.tensors[i].encoded_bytes, reference.tensors[i].encoded_bytes);
+        EXPECT_EQ(report.tensors[i].squared_error, reference.tensors[i].squared_error);
+        EXPECT_EQ(report.tensors[i].energy, reference.tensors[i].energy);
+      }
+    }
+  }
+}
+
 // An error in a later piece names the slab's token, not the piece's: the same message as the
 // whole-slab reference, for a quantizer's refusal (NaN) and for a value the dtype cannot hold.
 TEST(RoundtripTest, ErrorInALaterPieceNamesTheSlabsToken) {
@@ -637,7 +672,17 @@ TEST(RoundtripTest, ErrorInALaterPieceNamesTheSlabsToken) {
   large_keys.values[static_cast<std::size_t>(token * 32 + 3)] = 65504.0f;  // q8_0 decodes it beyond f16
   write_input(scratch.file("large.safetensors"),
               {large_keys, random_tensor("layers.0.v", DType::f16, {2, tokens, 32}, 4)});
-  const std::pair<std::string, std::string> cases[] = {{"nan.safetensors", "tq:b=3"}, {"large.safetensors", "q8_0"}};
+  // Both: a value f16 cannot hold once decoded in the first piece, and an Inf, which the
+  // quantizer refuses, in the second. The whole slab is encoded before any decoded value
+  // is checked, so the reference names the Inf; so must the pieces.
+  InputTensor both_keys = large_keys;
+  both_keys.values[static_cast<std::size_t>((token + 200) * 32 + 5)] = INFINITY;
+  both_keys.values[static_cast<std::size_t>(token * 32 + 3)] = 0.5f;
+  both_keys.values[static_cast<std::size_t>(40 * 32 + 3)] = 65504.0f;
+  write_input(scratch.file("both.safetensors"),
+              {both_keys, random_tensor("layers.0.v", DType::f16, {2, tokens, 32}, 4)});
+  const std::pair<std::string, std::string> cases[] = {
+      {"nan.safetensors", "tq:b=3"}, {"large.safetensors", "q8_0"}, {"both.safetensors", "q8_0"}};
   for (const auto& [file, spec] : cases) {
     SCOPED_TRACE(file);
     RoundtripOptions options;
@@ -645,7 +690,8 @@ TEST(RoundtripTest, ErrorInALaterPieceNamesTheSlabsToken) {
     options.value_spec = spec;
     const std::string reference = tqlab::testing::input_error_message(
         [&] { run_roundtrip_reference(scratch.file(file), scratch.file("ref.npz"), options); });
-    EXPECT_NE(reference.find("token " + std::to_string(token)), std::string::npos) << reference;
+    const std::int64_t named = file == "both.safetensors" ? token + 200 : token;
+    EXPECT_NE(reference.find("token " + std::to_string(named)), std::string::npos) << reference;
     for (const int threads : {1, 2}) {
       options.threads = threads;
       EXPECT_EQ(tqlab::testing::input_error_message(

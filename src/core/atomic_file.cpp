@@ -75,8 +75,10 @@ void AtomicFileWriter::write(std::string_view text) {
 
 void AtomicFileWriter::commit() {
   const bool flushed = std::fflush(file_) == 0 && (durability_ != Durability::on_disk || ::fsync(::fileno(file_)) == 0);
-  const int saved = errno;
+  int saved = errno;
+  // Without the fsync, close is where a network file system reports a failed write (EIO, EDQUOT).
   const bool closed = std::fclose(file_) == 0;
+  if (flushed) saved = errno;
   file_ = nullptr;
   if (!flushed || !closed) {
     ::unlink(temp_path_.c_str());

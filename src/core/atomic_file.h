@@ -24,7 +24,8 @@ enum class Durability {
   /// fsync: the bytes are on disk before the file has its name, and survive a power loss.
   on_disk,
   /// No fsync: every process sees the whole file once it has its name; a power
-  /// loss within the kernel's writeback delay (about 30 s) may leave it short.
+  /// loss within the kernel's writeback delay (about 30 s) may leave it
+  /// incomplete (short, or with ranges of zeros).
   page_cache,
 };
 

@@ -85,9 +85,9 @@ struct RoundtripReport {
 /// written at its final offset, in pieces of about 256 KiB read from the
 /// input by pread where the quantizer and layout allow it
 /// (eval/roundtrip_slab.h); tensors that are copied go out in pieces read the
-/// same way. Input read through the map (other layouts, dtypes, quantizers)
-/// gives its pages back as soon as a slab (or a layer, for a layout whose
-/// slabs are not one run) is done, so the resident memory is a few pieces'
+/// same way. Input read through the map (slabs that are not one run of f32,
+/// f16 or bf16) gives its pages back as soon as a slab (or a layer, for a
+/// layout whose slabs are not one run) is done, so the resident memory is a few pieces'
 /// or slabs' worth whatever the file's size. One exception: a layout whose
 /// slabs are not one run of the output tensor ("token head dim") holds each
 /// such tensor in memory until it is complete.

@@ -102,53 +102,36 @@ const float* read_piece(const RoundtripPlan& plan, const TensorView& view, const
 }
 
 // Fake-quantizes `rows` rows from token `first` of the slab (x: those rows)
-// into `decoded` and returns their packed bytes.
+// into `decoded` and returns their packed bytes. Errors name the file, tensor,
+// sequence and head; a piece's quantizer counts tokens from the piece's first.
 std::uint64_t fake_quantize_rows(const RoundtripPlan& plan, const QuantizedTensor& tensor, const KvSlab& where,
                                  std::uint64_t seed, const float* x, std::int64_t first, std::int64_t rows,
                                  float* decoded) {
   const KvDump& dump = *plan.dump;
   const Quantizer& quantizer = *tensor.quantizer;
-  const int dim = slab_dim(dump, where);
   if (first == 0 && rows == slab_tokens(dump, where)) return fake_quantize(dump, where, quantizer, seed, x, decoded);
   const QuantContext context = slab_context(dump, where, seed);
   try {
-    const EncodedTensor encoded = quantizer.encode(rows, dim, x, context);
+    const EncodedTensor encoded = quantizer.encode(rows, slab_dim(dump, where), x, context);
     quantizer.decode(encoded, context, decoded);
     return encoded.bytes.size();
-  } catch (const InputError&) {
-    // The quantizer counts tokens from the piece's first. Its tokens being
-    // independent, the whole slab fails on the same token, and says which.
-    std::vector<float> input;
-    const float* whole = slab_values(plan, tensor, where, dim, input);
-    std::vector<float> whole_decoded(static_cast<std::size_t>(slab_tokens(dump, where)) *
-                                     static_cast<std::size_t>(dim));
-    (void)fake_quantize(dump, where, quantizer, seed, whole, whole_decoded.data());
-    throw;  // not reached for a quantizer whose tokens are independent
+  } catch (const InputError& error) {
+    fail("'{}': tensor '{}', sequence {}, head {}: {}", dump.file().path(), slab_tensor_name(dump, where), where.seq,
+         where.head, error.what());
   }
 }
 
-}  // namespace
-
-std::int64_t slab_piece_tokens(int dim) {
-  return std::max<std::int64_t>(8, kSlabPieceValues / std::max(dim, 1) / 8 * 8);
-}
-
-SlabOutcome roundtrip_slab(const RoundtripPlan& plan, const QuantizedTensor& tensor, int seq, int head,
-                           std::uint64_t seed, SlabPieces pieces, SlabBuffers& buffers, const SlabRowsSink& sink) {
+// roundtrip_slab in pieces of `piece_tokens` (all of them: one piece), each
+// read by pread (read_piece) when `by_pread`, else taken from the whole slab.
+SlabOutcome fake_quantize_pieces(const RoundtripPlan& plan, const QuantizedTensor& tensor, const KvSlab& where,
+                                 std::uint64_t seed, std::int64_t piece_tokens, bool by_pread, SlabBuffers& buffers,
+                                 const SlabRowsSink& sink) {
   const KvDump& dump = *plan.dump;
   const TensorView& view = *tensor.view;
-  const KvSlab where{tensor.role, tensor.layer_index, seq, head};
   const int dim = slab_dim(dump, where);
   const std::int64_t tokens = slab_tokens(dump, where);
   const std::size_t element_size = dtype_size(view.dtype);
-  const std::int64_t piece_tokens =
-      pieces == SlabPieces::cache_sized && tensor.quantizer->encodes_tokens_independently()
-          ? std::min(tokens, slab_piece_tokens(dim))
-          : tokens;
-  // Streamed, each piece is read from the file as it is needed (nothing is mapped);
-  // otherwise the slab is at hand whole.
-  const bool by_piece = pieces == SlabPieces::cache_sized && tokens > 0 && reads_by_piece(plan, view, dim);
-  const float* x = by_piece ? nullptr : slab_values(plan, tensor, where, dim, buffers.input);
+  const float* x = by_pread ? nullptr : slab_values(plan, tensor, where, dim, buffers.input);
 
   SlabOutcome outcome;
   ErrorSums sums;
@@ -156,7 +139,7 @@ SlabOutcome roundtrip_slab(const RoundtripPlan& plan, const QuantizedTensor& ten
   do {  // at least once: a quantizer may store something even for no tokens
     const std::int64_t rows = std::min(piece_tokens, tokens - first);
     const std::size_t size = static_cast<std::size_t>(rows) * static_cast<std::size_t>(dim);
-    const float* piece_x = by_piece ? read_piece(plan, view, where, dim, first, rows, buffers)
+    const float* piece_x = by_pread ? read_piece(plan, view, where, dim, first, rows, buffers)
                                     : x + static_cast<std::size_t>(first) * static_cast<std::size_t>(dim);
     buffers.decoded.resize(size);
     float* decoded = buffers.decoded.data();
@@ -184,7 +167,7 @@ SlabOutcome roundtrip_slab(const RoundtripPlan& plan, const QuantizedTensor& ten
       for (std::size_t i = 0; i < size; ++i) {
         if (std::isfinite(store_element(decoded[i], view.dtype, scratch))) continue;
         fail("'{}': tensor '{}', sequence {}, head {}: '{}' decodes token {}, channel {} to {}, which {} cannot hold",
-             dump.file().path(), printable(view.name), seq, head, tensor.quantizer->spec_for_dim(dim),
+             dump.file().path(), printable(view.name), where.seq, where.head, tensor.quantizer->spec_for_dim(dim),
              static_cast<std::size_t>(first) + i / static_cast<std::size_t>(dim), i % static_cast<std::size_t>(dim),
              decoded[i], dtype_name(view.dtype));
       }
@@ -194,6 +177,36 @@ SlabOutcome roundtrip_slab(const RoundtripPlan& plan, const QuantizedTensor& ten
   } while (first < tokens);
   sums.add_to(outcome);
   return outcome;
+}
+
+}  // namespace
+
+std::int64_t slab_piece_tokens(int dim) {
+  return std::max<std::int64_t>(8, kSlabPieceValues / std::max(dim, 1) / 8 * 8);
+}
+
+SlabOutcome roundtrip_slab(const RoundtripPlan& plan, const QuantizedTensor& tensor, int seq, int head,
+                           std::uint64_t seed, SlabPieces pieces, SlabBuffers& buffers, const SlabRowsSink& sink) {
+  const KvSlab where{tensor.role, tensor.layer_index, seq, head};
+  const int dim = slab_dim(*plan.dump, where);
+  const std::int64_t tokens = slab_tokens(*plan.dump, where);
+  if (pieces == SlabPieces::whole) return fake_quantize_pieces(plan, tensor, where, seed, tokens, false, buffers, sink);
+  // Streamed, each piece is read from the file as it is needed (nothing of the map is touched).
+  const bool by_pread = tokens > 0 && reads_by_piece(plan, *tensor.view, dim);
+  const std::int64_t piece_tokens =
+      tensor.quantizer->encodes_tokens_independently() ? std::min(tokens, slab_piece_tokens(dim)) : tokens;
+  if (piece_tokens == tokens) return fake_quantize_pieces(plan, tensor, where, seed, tokens, by_pread, buffers, sink);
+  try {
+    return fake_quantize_pieces(plan, tensor, where, seed, piece_tokens, by_pread, buffers, sink);
+  } catch (const InputError&) {
+    // In pieces the checks run piece by piece and a quantizer counts tokens
+    // from the piece's first: the whole slab at once raises the error the
+    // reference raises (the same token, the same order of checks).
+    SlabBuffers whole_buffers;
+    (void)fake_quantize_pieces(plan, tensor, where, seed, tokens, false, whole_buffers,
+                               [](std::int64_t, std::span<const std::byte>) {});
+    throw;  // not reached for a quantizer whose tokens are independent
+  }
 }
 
 }  // namespace tqlab

@@ -73,7 +73,10 @@ class Quantizer {
   /// True when each token's decoded vector depends only on that token's values
   /// and the context (no per-tensor side data such as a shared scale or channel
   /// statistics): quantizing one row alone then gives exactly the row the whole
-  /// tensor's quantization gives (the registry tests hold every method to it).
+  /// tensor's quantization gives, and the packed sizes of the tensor cut into
+  /// runs of a multiple of 8 tokens add up to the whole tensor's (no per-tensor
+  /// header); `tqlab roundtrip` relies on both when it takes a slab in pieces.
+  /// The registry tests hold every method to it.
   virtual bool encodes_tokens_independently() const { return false; }
 
   /// Unpacks and dequantizes. out: encoded.tokens * encoded.dim floats.

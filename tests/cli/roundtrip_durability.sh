@@ -11,17 +11,20 @@ fi
 
 # syncs_of TRACE: the fsync/fdatasync/sync_file_range calls strace saw, one per line.
 syncs_of() { grep -E '(fsync|fdatasync|sync_file_range)\(' "$1"; }
+# The calls to trace, as a regular expression: rename is renameat or renameat2 on some
+# architectures (aarch64), and strace refuses a name the architecture lacks.
+calls='/^(fsync|fdatasync|sync_file_range|rename|renameat|renameat2)$'
 
 expect_exit 0 "synth" -- "$TQLAB" synth -o kv.safetensors --layers 2 --tokens 512 --dim 64
 
-expect_exit 0 "roundtrip" -- strace -f -qq -e trace=fsync,fdatasync,sync_file_range,rename -o trace.txt \
+expect_exit 0 "roundtrip" -- strace -f -qq -e trace="$calls" -o trace.txt \
   "$TQLAB" roundtrip kv.safetensors -o out.safetensors --k tq:b=3 --v tq:b=4 --threads 2 --quiet
 [ -s out.safetensors ] || fail "roundtrip wrote no output"
-grep -q 'rename(".*out.safetensors.tmp-' trace.txt || fail "the output was not renamed into place: $(cat trace.txt)"
+grep -Eq 'rename(at2?)?\(.*out\.safetensors\.tmp-' trace.txt || fail "the output was not renamed into place: $(cat trace.txt)"
 [ -z "$(syncs_of trace.txt)" ] || fail "roundtrip without --fsync synced: $(syncs_of trace.txt)"
 cp out.safetensors plain.safetensors
 
-expect_exit 0 "roundtrip --fsync" -- strace -f -qq -e trace=fsync,fdatasync,sync_file_range,rename -o trace.txt \
+expect_exit 0 "roundtrip --fsync" -- strace -f -qq -e trace="$calls" -o trace.txt \
   "$TQLAB" roundtrip kv.safetensors -o out.safetensors --k tq:b=3 --v tq:b=4 --threads 2 --quiet --fsync
 [ "$(grep -c 'fsync(' trace.txt)" = 1 ] || fail "roundtrip --fsync did not fsync once: $(cat trace.txt)"
 # The fsync comes before the rename: a file under its name is on disk.
