@@ -128,6 +128,36 @@ std::vector<float> expected_output(const InputTensor& tensor, const std::string&
   return out;
 }
 
+// The streamed report equals the reference's: layout, copied tensors, and per tensor the
+// name, spec, packed bytes and error sums, to the bit.
+void expect_same_report(const RoundtripReport& report, const RoundtripReport& reference) {
+  EXPECT_EQ(report.layout, reference.layout);
+  EXPECT_EQ(report.copied_tensors, reference.copied_tensors);
+  ASSERT_EQ(report.tensors.size(), reference.tensors.size());
+  for (std::size_t i = 0; i < report.tensors.size(); ++i) {
+    const RoundtripTensorResult& got = report.tensors[i];
+    const RoundtripTensorResult& want = reference.tensors[i];
+    EXPECT_EQ(got.name, want.name);
+    EXPECT_EQ(got.spec, want.spec) << want.name;
+    EXPECT_EQ(got.encoded_bytes, want.encoded_bytes) << want.name;
+    EXPECT_EQ(got.squared_error, want.squared_error) << want.name;
+    EXPECT_EQ(got.energy, want.energy) << want.name;
+  }
+}
+
+// Runs the reference and the streamed roundtrip (two threads) of `input` into `extension`
+// files beside it: the same bytes and the same report.
+void expect_streamed_equals_reference(const ScratchDir& scratch, const std::string& input, const std::string& extension,
+                                      RoundtripOptions options) {
+  const std::string expected = scratch.file("expected" + extension), streamed = scratch.file("streamed" + extension);
+  options.threads = 1;
+  const RoundtripReport reference = run_roundtrip_reference(input, expected, options);
+  options.threads = 2;
+  const RoundtripReport report = run_roundtrip(input, streamed, options);
+  EXPECT_EQ(read_bytes(streamed), read_bytes(expected));
+  expect_same_report(report, reference);
+}
+
 // ---------------------------------------------------------------- layouts and contexts
 
 TEST(RoundtripTest, Fp32SpecReproducesEveryLayoutBitExactly) {
@@ -493,16 +523,7 @@ TEST(RoundtripTest, StreamedOutputEqualsTheReferenceForEveryThreadCount) {
         const RoundtripReport report = run_roundtrip(scratch.file("in.safetensors"), streamed, options);
         EXPECT_EQ(read_bytes(streamed), read_bytes(expected));
         EXPECT_EQ(last_done, calls);
-        EXPECT_EQ(report.layout, reference.layout);
-        EXPECT_EQ(report.copied_tensors, reference.copied_tensors);
-        ASSERT_EQ(report.tensors.size(), reference.tensors.size());
-        for (std::size_t i = 0; i < report.tensors.size(); ++i) {
-          EXPECT_EQ(report.tensors[i].name, reference.tensors[i].name);
-          EXPECT_EQ(report.tensors[i].spec, reference.tensors[i].spec);
-          EXPECT_EQ(report.tensors[i].encoded_bytes, reference.tensors[i].encoded_bytes);
-          EXPECT_EQ(report.tensors[i].squared_error, reference.tensors[i].squared_error);
-          EXPECT_EQ(report.tensors[i].energy, reference.tensors[i].energy);
-        }
+        expect_same_report(report, reference);
       }
     }
   }
@@ -609,18 +630,7 @@ TEST(RoundtripTest, SlabsInPiecesEqualTheWholeSlabs) {
     options.key_spec = keys;
     options.value_spec = values;
     options.seed = 4;
-    const RoundtripReport reference =
-        run_roundtrip_reference(scratch.file("in.safetensors"), scratch.file("expected.safetensors"), options);
-    options.threads = 2;
-    const RoundtripReport report =
-        run_roundtrip(scratch.file("in.safetensors"), scratch.file("streamed.safetensors"), options);
-    EXPECT_EQ(read_bytes(scratch.file("streamed.safetensors")), read_bytes(scratch.file("expected.safetensors")));
-    ASSERT_EQ(report.tensors.size(), reference.tensors.size());
-    for (std::size_t i = 0; i < report.tensors.size(); ++i) {
-      EXPECT_EQ(report.tensors[i].encoded_bytes, reference.tensors[i].encoded_bytes) << report.tensors[i].name;
-      EXPECT_EQ(report.tensors[i].squared_error, reference.tensors[i].squared_error) << report.tensors[i].name;
-      EXPECT_EQ(report.tensors[i].energy, reference.tensors[i].energy) << report.tensors[i].name;
-    }
+    expect_streamed_equals_reference(scratch, scratch.file("in.safetensors"), ".safetensors", options);
   }
 }
 
@@ -643,18 +653,7 @@ TEST(RoundtripTest, PiecesOfAnOddHeadDimAndAScatteredLayoutEqualTheWholeSlabs) {
       RoundtripOptions options;
       options.key_spec = spec;
       options.value_spec = spec;
-      const RoundtripReport reference =
-          run_roundtrip_reference(scratch.file("in.safetensors"), scratch.file("expected.npz"), options);
-      options.threads = 2;
-      const RoundtripReport report =
-          run_roundtrip(scratch.file("in.safetensors"), scratch.file("streamed.npz"), options);
-      EXPECT_EQ(read_bytes(scratch.file("streamed.npz")), read_bytes(scratch.file("expected.npz")));
-      ASSERT_EQ(report.tensors.size(), 2u);
-      for (std::size_t i = 0; i < 2; ++i) {
-        EXPECT_EQ(report.tensors[i].encoded_bytes, reference.tensors[i].encoded_bytes);
-        EXPECT_EQ(report.tensors[i].squared_error, reference.tensors[i].squared_error);
-        EXPECT_EQ(report.tensors[i].energy, reference.tensors[i].energy);
-      }
+      expect_streamed_equals_reference(scratch, scratch.file("in.safetensors"), ".npz", options);
     }
   }
 }

@@ -60,9 +60,14 @@ QuantContext slab_context(const KvDump& dump, const KvSlab& slab, std::uint64_t 
 
 std::size_t fake_quantize(const KvDump& dump, const KvSlab& slab, const Quantizer& quantizer, std::uint64_t seed,
                           const float* x, float* decoded) {
+  return fake_quantize_rows(dump, slab, quantizer, seed, slab_tokens(dump, slab), x, decoded);
+}
+
+std::size_t fake_quantize_rows(const KvDump& dump, const KvSlab& slab, const Quantizer& quantizer, std::uint64_t seed,
+                               std::int64_t rows, const float* x, float* decoded) {
   const QuantContext context = slab_context(dump, slab, seed);
   try {
-    const EncodedTensor encoded = quantizer.encode(slab_tokens(dump, slab), slab_dim(dump, slab), x, context);
+    const EncodedTensor encoded = quantizer.encode(rows, slab_dim(dump, slab), x, context);
     quantizer.decode(encoded, context, decoded);
     return encoded.bytes.size();
   } catch (const InputError& error) {

@@ -101,26 +101,6 @@ const float* read_piece(const RoundtripPlan& plan, const TensorView& view, const
   return buffers.input.data();
 }
 
-// Fake-quantizes `rows` rows from token `first` of the slab (x: those rows)
-// into `decoded` and returns their packed bytes. Errors name the file, tensor,
-// sequence and head; a piece's quantizer counts tokens from the piece's first.
-std::uint64_t fake_quantize_rows(const RoundtripPlan& plan, const QuantizedTensor& tensor, const KvSlab& where,
-                                 std::uint64_t seed, const float* x, std::int64_t first, std::int64_t rows,
-                                 float* decoded) {
-  const KvDump& dump = *plan.dump;
-  const Quantizer& quantizer = *tensor.quantizer;
-  if (first == 0 && rows == slab_tokens(dump, where)) return fake_quantize(dump, where, quantizer, seed, x, decoded);
-  const QuantContext context = slab_context(dump, where, seed);
-  try {
-    const EncodedTensor encoded = quantizer.encode(rows, slab_dim(dump, where), x, context);
-    quantizer.decode(encoded, context, decoded);
-    return encoded.bytes.size();
-  } catch (const InputError& error) {
-    fail("'{}': tensor '{}', sequence {}, head {}: {}", dump.file().path(), slab_tensor_name(dump, where), where.seq,
-         where.head, error.what());
-  }
-}
-
 // roundtrip_slab in pieces of `piece_tokens` (all of them: one piece), each
 // read by pread (read_piece) when `by_pread`, else taken from the whole slab.
 SlabOutcome fake_quantize_pieces(const RoundtripPlan& plan, const QuantizedTensor& tensor, const KvSlab& where,
@@ -143,7 +123,8 @@ SlabOutcome fake_quantize_pieces(const RoundtripPlan& plan, const QuantizedTenso
                                     : x + static_cast<std::size_t>(first) * static_cast<std::size_t>(dim);
     buffers.decoded.resize(size);
     float* decoded = buffers.decoded.data();
-    outcome.encoded_bytes += fake_quantize_rows(plan, tensor, where, seed, piece_x, first, rows, decoded);
+    // A piece's quantizer counts tokens from the piece's first (roundtrip_slab rewrites such errors).
+    outcome.encoded_bytes += fake_quantize_rows(dump, where, *tensor.quantizer, seed, rows, piece_x, decoded);
     std::span<const std::byte> stored;
     if (view.dtype == DType::f32) {
       // The decoded floats are what the file holds: no conversion, no copy.

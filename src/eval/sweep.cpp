@@ -315,9 +315,9 @@ class SweepRunner {
       const int dim = slot.role == Role::key ? shape.key_dim : shape.value_dim;
       const std::vector<float>& x = slot.role == Role::key ? data.keys : data.values;
       decoded.resize(x.size());
-      slot.bytes = fake_quantize_tokens(where, data.tokens, *plan_.quantizers[static_cast<std::size_t>(slot.quantizer)],
-                                        plan_.config.seeds[static_cast<std::size_t>(slot.seed_index)], x.data(),
-                                        decoded.data());
+      slot.bytes = fake_quantize_rows(dump_, where, *plan_.quantizers[static_cast<std::size_t>(slot.quantizer)],
+                                      plan_.config.seeds[static_cast<std::size_t>(slot.seed_index)], data.tokens,
+                                      x.data(), decoded.data());
       slot.errors = reconstruction_sums(data.tokens, dim, x.data(), decoded.data());
       if (keep_delta) {
         slot.delta.resize(x.size());
@@ -336,21 +336,6 @@ class SweepRunner {
       start = Clock::now();
       measure_needles(li, seq, head, data, out);
       out.needle_seconds = seconds_since(start);
-    }
-  }
-
-  // fake_quantize of a slab whose token count may be smaller than the layer's (skipped tokens).
-  std::size_t fake_quantize_tokens(const KvSlab& where, int tokens, const Quantizer& quantizer, std::uint64_t seed,
-                                   const float* x, float* decoded) const {
-    if (tokens == slab_tokens(dump_, where)) return fake_quantize(dump_, where, quantizer, seed, x, decoded);
-    const QuantContext context = slab_context(dump_, where, seed);
-    try {
-      const EncodedTensor encoded = quantizer.encode(tokens, slab_dim(dump_, where), x, context);
-      quantizer.decode(encoded, context, decoded);
-      return encoded.bytes.size();
-    } catch (const InputError& error) {
-      fail("'{}': tensor '{}', sequence {}, head {}: {}", dump_.file().path(), slab_tensor_name(dump_, where),
-           where.seq, where.head, error.what());
     }
   }
 
@@ -462,13 +447,13 @@ class SweepRunner {
           std::vector<double> quantized_logits;
           if (const auto found = unplanted_logits.find(key_slot); found != unplanted_logits.end()) {
             std::vector<float> row(static_cast<std::size_t>(dim));
-            (void)fake_quantize_tokens(keys, 1, quantizer, seed, planted.key.data(), row.data());
+            (void)fake_quantize_rows(dump_, keys, quantizer, seed, 1, planted.key.data(), row.data());
             quantized_logits = found->second;
             quantized_logits[static_cast<std::size_t>(key_local)] = needle_logits(dim, 1, ChunkGeometry{0, 1}, q, row.data(), scale)[0];
           } else {
             planted_keys = data.keys;
             std::copy(planted.key.begin(), planted.key.end(), planted_keys.begin() + static_cast<std::ptrdiff_t>(pick.key) * dim);
-            (void)fake_quantize_tokens(keys, data.tokens, quantizer, seed, planted_keys.data(), decoded.data());
+            (void)fake_quantize_rows(dump_, keys, quantizer, seed, data.tokens, planted_keys.data(), decoded.data());
             quantized_logits = needle_logits(dim, attended, chunk, q, decoded.data(), scale);
           }
           for (int rs : run_seeds) {
