@@ -117,14 +117,18 @@ std::string TensorFile::name_list() const {
   return listed;
 }
 
+bool TensorFile::in_mapping(const TensorView& tensor) const {
+  if (!mapping_) return false;
+  const auto mapped = mapping_->bytes();
+  const std::less<const std::byte*> before;
+  return !before(tensor.data, mapped.data()) && before(tensor.data, mapped.data() + mapped.size());
+}
+
 void TensorFile::release(const TensorView& tensor) const { release(tensor, 0, tensor.byte_size); }
 
 void TensorFile::release(const TensorView& tensor, std::uint64_t byte_offset, std::uint64_t byte_count) const {
-  if (!mapping_ || tensor.byte_size == 0 || byte_offset >= tensor.byte_size) return;
   // Inflated .npz members live in adopted buffers, not in the mapping: nothing to give back.
-  const auto mapped = mapping_->bytes();
-  const std::less<const std::byte*> before;
-  if (before(tensor.data, mapped.data()) || !before(tensor.data, mapped.data() + mapped.size())) return;
+  if (tensor.byte_size == 0 || byte_offset >= tensor.byte_size || !in_mapping(tensor)) return;
   mapping_->release(tensor.file_offset + byte_offset, std::min(byte_count, tensor.byte_size - byte_offset));
 }
 
@@ -134,13 +138,7 @@ void TensorFile::read_bytes(const TensorView& tensor, std::uint64_t byte_offset,
                                     byte_offset + out.size(), printable(tensor.name), tensor.byte_size));
   }
   if (out.empty()) return;
-  const std::less<const std::byte*> before;
-  if (mapping_) {
-    const auto mapped = mapping_->bytes();
-    if (!before(tensor.data, mapped.data()) && before(tensor.data, mapped.data() + mapped.size())) {
-      return mapping_->read(static_cast<std::uint64_t>(tensor.data - mapped.data()) + byte_offset, out);
-    }
-  }
+  if (in_mapping(tensor)) return mapping_->read(tensor.file_offset + byte_offset, out);
   std::memcpy(out.data(), tensor.data + byte_offset, out.size());  // inflated data, held in memory
 }
 

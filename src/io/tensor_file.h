@@ -37,7 +37,7 @@ struct TensorView {
   std::vector<std::int64_t> shape;   ///< logical shape, C order of axes
   std::vector<std::int64_t> strides; ///< per axis, in elements (Fortran order: ascending)
   const std::byte* data = nullptr;   ///< element (0, ..., 0); null when empty
-  std::uint64_t file_offset = 0;     ///< byte offset of the data in the file (for release)
+  std::uint64_t file_offset = 0;     ///< byte offset of the data in the file (release, read_bytes)
   std::uint64_t byte_size = 0;       ///< bytes of data
 
   std::int64_t element_count() const;
@@ -105,6 +105,9 @@ class TensorFile {
  private:
   std::string path_;
   std::string format_;
+  /// True when the tensor's data lies in the mapped file (not in an adopted buffer).
+  bool in_mapping(const TensorView& tensor) const;
+
   std::shared_ptr<const MappedFile> mapping_;
   std::vector<std::unique_ptr<std::vector<std::byte>>> owned_buffers_;
   std::vector<TensorView> tensors_;
