@@ -1,7 +1,7 @@
-// The sweep's attention block (eval/attention_block.h) beside a plain
+// The sweep's attention block (metrics/attention_block.h) beside a plain
 // cblas_sgemm of the same shapes, in the same process, one thread: the last
 // 128 causal queries of a 2048-token chunk at head dim 128 (the sweep's query
-// block, kQueryBlockRows in eval/sweep.cpp, attending all 2048 keys at the end
+// block, kQueryBlockRows in sweep/sweep.cpp, attending all 2048 keys at the end
 // of the chunk), with the error of a 4-bit-like quantization.
 //   BM_AttentionCompare   one run's measurement: set_key_error + compare
 //                         (3 sgemms of rows x keys x D, softmax, KL, top-k, cosine)
@@ -24,9 +24,9 @@
 #include <benchmark/benchmark.h>
 
 #include "core/rng.h"
-#include "eval/attention_block.h"
-#include "eval/attention_compare.h"
-#include "eval/attention_geometry.h"
+#include "metrics/attention_block.h"
+#include "metrics/attention_compare.h"
+#include "metrics/attention_geometry.h"
 
 namespace tqlab {
 namespace {

@@ -13,7 +13,7 @@
 #include <benchmark/benchmark.h>
 
 #include "core/bit_pack.h"
-#include "io/synthetic_kv.h"
+#include "kv/synthetic_kv.h"
 #include "quant/codebook.h"
 #include "quant/registry.h"
 #include "quant/tq_kernels.h"

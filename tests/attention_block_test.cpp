@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "core/rng.h"
-#include "eval/attention_block.h"
-#include "eval/attention_reference.h"
+#include "metrics/attention_block.h"
+#include "metrics/attention_reference.h"
 
 namespace tqlab {
 namespace {

@@ -4,7 +4,7 @@
 // every entry of P~. Rows of every length around the eight-key step, logit
 // errors inside and across the expm1 range, past the log-sum-exp threshold and
 // NaN, tied logits and tied quantized logits, runs of exact (zero-error) keys.
-#include "eval/attention_compare.h"
+#include "metrics/attention_compare.h"
 
 #include <gtest/gtest.h>
 

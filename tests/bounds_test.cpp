@@ -1,4 +1,4 @@
-// The Monte Carlo machinery behind `tqlab verify-bounds` (src/eval/bounds.h):
+// The Monte Carlo machinery behind `tqlab verify-bounds` (src/theory/bounds.h):
 // statistics, histograms, samplers, the fast QJL draw against the sketch's
 // explicit matrix, the estimators' (un)biasedness, and TurboQuant's constants
 // with the erratum (seed 001; arXiv:2504.19874).
@@ -10,10 +10,10 @@
 #include <gtest/gtest.h>
 
 #include "core/rng.h"
-#include "eval/bounds.h"
 #include "io_test_util.h"
 #include "quant/codebook.h"
 #include "quant/qjl.h"
+#include "theory/bounds.h"
 
 namespace tqlab {
 namespace {

@@ -1,4 +1,4 @@
-// Codebook export (src/io/codebook_export.h): every format carries the
+// Codebook export (src/theory/codebook_export.h): every format carries the
 // codebook's own doubles, bit for bit, in the documented shape.
 #include <cstring>
 #include <sstream>
@@ -8,10 +8,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "io/codebook_export.h"
 #include "io/tensor_file.h"
 #include "io_test_util.h"
 #include "quant/codebook.h"
+#include "theory/codebook_export.h"
 
 namespace tqlab {
 namespace {

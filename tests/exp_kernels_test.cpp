@@ -10,7 +10,7 @@
 
 #include "core/kernel_set.h"
 #include "core/rng.h"
-#include "eval/exp_kernels.h"
+#include "metrics/exp_kernels.h"
 
 namespace tqlab {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "io/kv_dump.h"
+#include "kv/kv_dump.h"
 #include "test_tensors.h"
 
 namespace tqlab {

@@ -1,4 +1,4 @@
-// plant_needle (eval/needle.h): the planted key moves the needle's logit to the margin, and a
+// plant_needle (metrics/needle.h): the planted key moves the needle's logit to the margin, and a
 // query it cannot move along gives no key rather than one of Inf (found by
 // tests/cli/hostile_inputs.sh: f32 denormal queries made a -Inf key that the sweep then
 // reported as non-finite input).
@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "eval/needle.h"
+#include "metrics/needle.h"
 
 namespace tqlab {
 namespace {

@@ -1,4 +1,4 @@
-// `tqlab diff` (src/eval/results_diff.h, comparable_results.h): runs matched by
+// `tqlab diff` (src/results/results_diff.h, comparable_results.h): runs matched by
 // identity, tolerances, within-SE marking, header/context/warning split, metric
 // filters, timing, schema errors; bounds and codebook documents from their real
 // writers; the tqlab.diff/1 document.
@@ -13,12 +13,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "eval/results_diff.h"
-#include "eval/verify_bounds.h"
-#include "io/codebook_export.h"
 #include "io_test_util.h"
 #include "quant/codebook.h"
+#include "results/results_diff.h"
 #include "sweep_test_util.h"
+#include "theory/codebook_export.h"
+#include "theory/verify_bounds.h"
 
 namespace tqlab {
 namespace {

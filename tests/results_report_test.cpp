@@ -1,4 +1,4 @@
-// `tqlab report` (src/eval/results_report.h, sweep_results_reader.h): the
+// `tqlab report` (src/results/results_report.h, sweep_results_reader.h): the
 // Pareto front and best-at-budget marks against hand-worked cases, table order,
 // mean ± se formatting, Markdown and CSV, default and unknown metrics.
 #include <fstream>
@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "eval/results_report.h"
 #include "io_test_util.h"
+#include "results/results_report.h"
 #include "sweep_test_util.h"
 
 namespace tqlab {

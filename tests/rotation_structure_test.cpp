@@ -1,7 +1,7 @@
 // Rotations on structured inputs (docs/ROTATIONS.md; issue 7): one-hot keys,
 // outlier-heavy synthetic keys and real keys through the real quantizer
 // (norm=fp32, so that only the rotation and codebook act) under haar,
-// hadamard and hadamard2. What is measured (eval/structured_inputs.h):
+// hadamard and hadamard2. What is measured (theory/structured_inputs.h):
 // D_mse = mean ‖x − x̃‖²/‖x‖², and the debiased <x̃, x>/‖x‖², 1 when unbiased.
 // The numbers these tests hold are the ones docs/ROTATIONS.md prints.
 #include <cmath>
@@ -11,12 +11,12 @@
 
 #include <gtest/gtest.h>
 
-#include "eval/structured_inputs.h"
-#include "io/kv_dump.h"
-#include "io/synthetic_kv.h"
 #include "io/tensor_file.h"
+#include "kv/kv_dump.h"
+#include "kv/synthetic_kv.h"
 #include "quant/codebook.h"
 #include "quant/registry.h"
+#include "theory/structured_inputs.h"
 
 namespace tqlab {
 namespace {

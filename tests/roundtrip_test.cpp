@@ -1,8 +1,8 @@
-// run_roundtrip (src/eval/roundtrip.h): the output holds, for every layout,
+// run_roundtrip (src/roundtrip/roundtrip.h): the output holds, for every layout,
 // exactly what the quantizer decodes per (layer, sequence, head) with the
 // documented context, in the input's names, shapes and dtypes; everything
 // else is copied bit-exactly; errors come before any output exists.
-#include "eval/roundtrip.h"
+#include "roundtrip/roundtrip.h"
 
 #include <gtest/gtest.h>
 
@@ -17,12 +17,12 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/rng.h"
-#include "eval/roundtrip_plan.h"
-#include "eval/roundtrip_slab.h"
-#include "io/kv_dump.h"
 #include "io/tensor_file.h"
 #include "io_test_util.h"
+#include "kv/kv_dump.h"
 #include "quant/registry.h"
+#include "roundtrip/roundtrip_plan.h"
+#include "roundtrip/roundtrip_slab.h"
 #include "test_support.h"
 
 namespace tqlab {

@@ -4,13 +4,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "eval/cluster_estimate.h"
-#include "eval/quantile.h"
-#include "eval/sweep_config.h"
-#include "eval/sweep_plan.h"
-#include "io/json_reader.h"
 #include "core/rng.h"
+#include "io/json_reader.h"
 #include "io_test_util.h"
+#include "metrics/cluster_estimate.h"
+#include "metrics/quantile.h"
+#include "sweep/sweep_config.h"
+#include "sweep/sweep_plan.h"
 #include "sweep_test_util.h"
 #include "test_support.h"
 

@@ -12,10 +12,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "eval/attention_reference.h"
-#include "eval/needle.h"
-#include "io_test_util.h"
 #include "io/tensor_file.h"
+#include "io_test_util.h"
+#include "metrics/attention_reference.h"
+#include "metrics/needle.h"
 #include "quant/registry.h"
 #include "sweep_test_util.h"
 

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/sweep.h"
-#include "eval/sweep_results.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_results.h"
 
 namespace tqlab::sweep_test {
 

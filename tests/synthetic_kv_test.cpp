@@ -7,7 +7,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "io/synthetic_kv.h"
+#include "kv/synthetic_kv.h"
 
 namespace tqlab {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "eval/tensor_stats.h"
+#include "io/tensor_stats.h"
 #include "test_tensors.h"
 
 namespace tqlab {

@@ -11,8 +11,8 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "io/kv_dump.h"
 #include "io/tensor_file.h"
+#include "kv/kv_dump.h"
 #include "quant/registry.h"
 
 namespace tqlab {

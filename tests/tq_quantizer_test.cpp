@@ -10,11 +10,11 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "eval/bounds.h"
 #include "quant/codebook.h"
 #include "quant/registry.h"
 #include "quant/tq_quantizer.h"
 #include "test_support.h"
+#include "theory/bounds.h"
 
 namespace tqlab {
 namespace {
@@ -190,7 +190,7 @@ TEST(TqMathTest, ProdAndDebiasAreUnbiasedWhilePlainShrinksByAlpha) {
 // d * E[err^2] of the biased, debiased and prod estimators at d = 128,
 // b = 1..4, <y, x> = 0, 0.5, 0.9 (seed 001's table), measured through the real
 // quantizer, against the codebook-derived prediction: the same estimators in
-// the rotated frame (eval/bounds.h, InnerProductSampler: a uniformly random
+// the rotated frame (theory/bounds.h, InnerProductSampler: a uniformly random
 // pair quantized with the codebooks, exact in distribution for a Haar
 // rotation; x is drawn afresh per trial, so Pi x is uniform for the default
 // Hadamard rotation too). Compared by the z-score of the difference of the two

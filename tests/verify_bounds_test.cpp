@@ -1,4 +1,4 @@
-// `tqlab verify-bounds` rows and runs (src/eval/verify_bounds.h): small-d
+// `tqlab verify-bounds` rows and runs (src/theory/verify_bounds.h): small-d
 // goldens, where the Shannon bound applies, seed 001's checks at d = 128, the
 // real rotations, histograms, determinism, JSON, failures and bad options.
 #include <cmath>
@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "eval/verify_bounds.h"
 #include "io_test_util.h"
+#include "theory/verify_bounds.h"
 
 namespace tqlab {
 namespace {

@@ -1,4 +1,4 @@
-// tqlab codebook export: Lloyd–Max codebooks for other runtimes (src/io/codebook_export.h).
+// tqlab codebook export: Lloyd–Max codebooks for other runtimes (src/theory/codebook_export.h).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,8 +6,8 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "io/codebook_export.h"
 #include "quant/codebook.h"
+#include "theory/codebook_export.h"
 
 namespace tqlab::cli {
 namespace {

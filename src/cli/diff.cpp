@@ -1,5 +1,5 @@
 // tqlab diff A.json B.json: two results documents compared run by run, metric
-// by metric (src/eval/results_diff.h); a table on stdout or tqlab.diff/1 JSON.
+// by metric (src/results/results_diff.h); a table on stdout or tqlab.diff/1 JSON.
 #include <memory>
 
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "eval/results_diff.h"
+#include "results/results_diff.h"
 
 namespace tqlab::cli {
 namespace {

@@ -9,9 +9,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/text.h"
-#include "eval/tensor_stats.h"
-#include "io/kv_dump.h"
 #include "io/tensor_file.h"
+#include "io/tensor_stats.h"
+#include "kv/kv_dump.h"
 
 namespace tqlab::cli {
 namespace {

@@ -1,5 +1,5 @@
 // tqlab report RESULTS.json: a sweep's runs as a Markdown or CSV table, the
-// Pareto front of bits_kv vs attn_kl marked (src/eval/results_report.h).
+// Pareto front of bits_kv vs attn_kl marked (src/results/results_report.h).
 #include <memory>
 
 #include <fmt/format.h>
@@ -8,7 +8,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "eval/results_report.h"
+#include "results/results_report.h"
 
 namespace tqlab::cli {
 namespace {

@@ -1,5 +1,5 @@
 // tqlab roundtrip IN --k SPEC --v SPEC [--q SPEC] -o OUT: writes the
-// fake-quantized tensors (src/eval/roundtrip.h) and prints, per tensor, the
+// fake-quantized tensors (src/roundtrip/roundtrip.h) and prints, per tensor, the
 // bits per value and the relative MSE.
 #include <algorithm>
 
@@ -12,8 +12,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/text.h"
-#include "eval/roundtrip.h"
-#include "io/kv_dump.h"
+#include "kv/kv_dump.h"
+#include "roundtrip/roundtrip.h"
 
 namespace tqlab::cli {
 namespace {

@@ -1,4 +1,4 @@
-// tqlab sweep --config F: the main job (src/eval/sweep.h). Reads and checks
+// tqlab sweep --config F: the main job (src/sweep/sweep.h). Reads and checks
 // the config and the data before any work, runs every (run, layer, head),
 // writes one results document atomically and prints a summary table.
 #include <charconv>
@@ -16,9 +16,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/sha256.h"
-#include "eval/needle.h"
-#include "eval/sweep.h"
-#include "eval/sweep_results.h"
+#include "metrics/needle.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_results.h"
 
 namespace tqlab::cli {
 namespace {

@@ -1,11 +1,11 @@
-// tqlab synth -o FILE: KV-like synthetic tensors (see src/io/synthetic_kv.h).
+// tqlab synth -o FILE: KV-like synthetic tensors (see src/kv/synthetic_kv.h).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "io/synthetic_kv.h"
+#include "kv/synthetic_kv.h"
 
 namespace tqlab::cli {
 namespace {

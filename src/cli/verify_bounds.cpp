@@ -1,5 +1,5 @@
 // tqlab verify-bounds: TurboQuant's theorems against the codebook's integrals
-// and Monte Carlo (src/eval/verify_bounds.h); prints a table, writes JSON.
+// and Monte Carlo (src/theory/verify_bounds.h); prints a table, writes JSON.
 #include <cmath>
 #include <map>
 #include <memory>
@@ -13,7 +13,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "eval/verify_bounds.h"
+#include "theory/verify_bounds.h"
 
 namespace tqlab::cli {
 namespace {

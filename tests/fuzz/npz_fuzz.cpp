@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "core/mapped_file.h"
-#include "io/npz.h"
 #include "fuzz_support.h"
+#include "io/npz.h"
 #include "tensor_file_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,5 +1,5 @@
-// libFuzzer target. A sweep config (eval/sweep_config.h) as `tqlab sweep --config`
-// reads it: JSON text, every key validated, then planned (eval/sweep_plan.h: the
+// libFuzzer target. A sweep config (sweep/sweep_config.h) as `tqlab sweep --config`
+// reads it: JSON text, every key validated, then planned (sweep/sweep_plan.h: the
 // dump opened and checked against data.keys/values/queries/layout/layers, every
 // spec built and checked against the head dims, run identities compared, needle
 // trials placed) against a small dump written once at start-up, whatever path
@@ -11,11 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/sweep_config.h"
-#include "eval/sweep_plan.h"
 #include "fuzz_support.h"
 #include "io/json_reader.h"
 #include "io/tensor_file.h"
+#include "sweep/sweep_config.h"
+#include "sweep/sweep_plan.h"
 
 namespace {
 

@@ -1,0 +1,313 @@
+#include "sweep/sweep_config.h"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "io/json_reader.h"
+#include "quant/registry.h"
+
+namespace tqlab {
+namespace {
+
+constexpr int kMaxTokenCount = std::numeric_limits<int>::max();
+constexpr int kMaxTrials = 1 << 24;
+constexpr int kMaxLayerOrHead = 1 << 20;
+
+// A path from the config resolves against the config file's folder.
+std::string resolve_against(const std::string& config_path, const std::string& path) {
+  const std::filesystem::path written(path);
+  if (written.is_absolute()) return path;
+  const std::filesystem::path folder = std::filesystem::path(config_path).parent_path();
+  return (folder / written).lexically_normal().string();
+}
+
+// A quantizer spec string, validated now so a typo costs nothing.
+std::string read_spec(const JsonReader& reader) {
+  const std::string spec = reader.as_string();
+  try {
+    (void)make_quantizer(spec);
+  } catch (const InputError& error) {
+    reader.fail("{}", error.what());
+  }
+  return spec;
+}
+
+int read_map_number(const JsonReader& owner, const std::string& key, const char* what) {
+  int number = 0;
+  const auto [stop, error] = std::from_chars(key.data(), key.data() + key.size(), number);
+  if (key.empty() || error != std::errc() || stop != key.data() + key.size() || number < 0 ||
+      number > kMaxLayerOrHead) {
+    owner.fail("key '{}' is not a {} number (expected e.g. \"0\")", key, what);
+  }
+  return number;
+}
+
+// "tq:b=3", or {"default": "tq:b=3", "layers": {"0": "tq:b=5" | {"default": ..., "heads": {"1": ...}}}}.
+LayeredSpec read_layered_spec(const JsonReader& reader) {
+  LayeredSpec spec;
+  spec.key_path = reader.path();
+  if (reader.is_string()) {
+    spec.default_spec = read_spec(reader);
+    return spec;
+  }
+  if (!reader.is_object()) {
+    reader.fail("expected a quantizer spec string (e.g. \"tq:b=3\") or {{\"default\": spec, \"layers\": {{...}}}}, "
+                "got {}",
+                reader.type_name());
+  }
+  reader.allow_only({"default", "layers"});
+  spec.default_spec = read_spec(reader.at("default"));
+  if (const auto layers = reader.find("layers")) {
+    for (const auto& [key, layer_reader] : layers->members()) {
+      const int layer = read_map_number(*layers, key, "layer");
+      if (layer_reader.is_string()) {
+        spec.layer_specs[layer] = read_spec(layer_reader);
+        continue;
+      }
+      if (!layer_reader.is_object()) {
+        layer_reader.fail("expected a spec string or {{\"default\": spec, \"heads\": {{\"0\": spec}}}}, got {}",
+                          layer_reader.type_name());
+      }
+      layer_reader.allow_only({"default", "heads"});
+      if (const auto layer_default = layer_reader.find("default")) spec.layer_specs[layer] = read_spec(*layer_default);
+      if (const auto heads = layer_reader.find("heads")) {
+        for (const auto& [head_key, head_reader] : heads->members()) {
+          spec.head_specs[{layer, read_map_number(*heads, head_key, "head")}] = read_spec(head_reader);
+        }
+      }
+    }
+  }
+  return spec;
+}
+
+int read_token_count(const JsonReader& reader) { return static_cast<int>(reader.as_integer(0, kMaxTokenCount)); }
+
+template <typename T, typename Read>
+std::vector<T> read_nonempty_list(const JsonReader& reader, Read read) {
+  std::vector<T> out;
+  for (const JsonReader& element : reader.elements()) out.push_back(read(element));
+  if (out.empty()) reader.fail("the list is empty; give at least one value");
+  return out;
+}
+
+void read_data(const JsonReader& reader, const std::string& config_path, SweepDataConfig& data) {
+  reader.allow_only({"path", "keys", "values", "queries", "layout", "layers", "nonfinite"});
+  data.path = reader.at("path").as_string();
+  if (data.path.empty()) reader.at("path").fail("the data path is empty");
+  data.resolved_path = resolve_against(config_path, data.path);
+  // Queries are optional: without them the attention metrics are null.
+  data.kv.queries_required = false;
+  data.kv.layout.clear();
+  const auto read_template = [&](const char* key, std::string& slot) {
+    if (const auto found = reader.find(key)) {
+      slot = found->as_string();
+      if (slot.find("{layer}") == std::string::npos) {
+        found->fail("the name template '{}' has no {{layer}} placeholder (e.g. \"layers.{{layer}}.k\")", slot);
+      }
+    }
+  };
+  read_template("keys", data.kv.keys);
+  read_template("values", data.kv.values);
+  if (const auto queries = reader.find("queries"); queries && queries->value().is_null()) {
+    data.kv.queries.clear();  // "queries": null says there are none
+  } else {
+    read_template("queries", data.kv.queries);
+  }
+  if (const auto layout = reader.find("layout")) {
+    data.kv.layout = layout->as_string();
+    try {
+      (void)parse_kv_layout(data.kv.layout);
+    } catch (const InputError& error) {
+      layout->fail("{}", error.what());
+    }
+  }
+  if (const auto layers = reader.find("layers")) {
+    if (layers->is_string()) {
+      try {
+        data.kv.layers = parse_layer_list(layers->as_string());
+      } catch (const InputError& error) {
+        layers->fail("{}", error.what());
+      }
+    } else {
+      data.kv.layers = read_nonempty_list<int>(
+          *layers, [](const JsonReader& element) { return static_cast<int>(element.as_integer(0, kMaxLayerOrHead)); });
+    }
+  }
+  if (const auto nonfinite = reader.find("nonfinite")) {
+    const std::string mode = nonfinite->as_string();
+    if (mode == "error") data.nonfinite = NonfiniteMode::error;
+    else if (mode == "skip") data.nonfinite = NonfiniteMode::skip;
+    else nonfinite->fail("'{}' is not a mode (allowed: error, skip)", mode);
+  }
+}
+
+// `true`, `false` or an options object (which enables the family).
+bool read_family_switch(const JsonReader& reader) {
+  if (reader.is_bool()) return reader.as_bool();
+  if (!reader.is_object()) reader.fail("expected true, false or an options object, got {}", reader.type_name());
+  return true;
+}
+
+void read_attention(const JsonReader& reader, AttentionConfig& attention) {
+  reader.allow_only({"chunk", "causal", "scale", "window_mode"});
+  if (const auto chunk = reader.find("chunk")) attention.chunk = static_cast<int>(chunk->as_integer(1, kMaxTokenCount));
+  if (const auto causal = reader.find("causal")) attention.causal = causal->as_bool();
+  if (const auto scale = reader.find("scale")) {
+    if (scale->is_string()) {
+      if (scale->as_string() != "1/sqrt(d)") {
+        scale->fail("'{}' is not a scale (allowed: a positive number, or \"1/sqrt(d)\")", scale->as_string());
+      }
+      attention.scale.reset();
+    } else {
+      const double value = scale->as_number();
+      if (!(value > 0)) scale->fail("the scale must be positive, got {}", value);
+      attention.scale = value;
+    }
+  }
+  if (const auto mode = reader.find("window_mode")) {
+    const std::string name = mode->as_string();
+    const std::optional<WindowMode> parsed = parse_window_mode(name);
+    if (!parsed) mode->fail("'{}' is not a window mode (allowed: recent, tail)", name);
+    attention.window_mode = *parsed;
+  }
+}
+
+void read_needle(const JsonReader& reader, NeedleConfig& needle) {
+  reader.allow_only({"trials", "margins", "synth_trials"});
+  if (const auto trials = reader.find("trials")) needle.trials = static_cast<int>(trials->as_integer(0, kMaxTrials));
+  if (const auto margins = reader.find("margins")) {
+    needle.margins = read_nonempty_list<double>(*margins, [](const JsonReader& element) {
+      const double margin = element.as_number();
+      if (!(margin > 0) || margin > 100) element.fail("a margin is a logit gap in nats, 0 < margin <= 100; got {}", margin);
+      return margin;
+    });
+    std::set<double> distinct(needle.margins.begin(), needle.margins.end());
+    if (distinct.size() != needle.margins.size()) margins->fail("a margin is listed twice");
+  }
+  if (const auto synth = reader.find("synth_trials")) {
+    needle.synth_trials = static_cast<int>(synth->as_integer(0, kMaxTrials));
+  }
+}
+
+void read_metrics(const JsonReader& reader, MetricsConfig& metrics) {
+  reader.allow_only({"reconstruction", "attention", "needle", "per_head"});
+  if (const auto family = reader.find("reconstruction")) {
+    metrics.reconstruction = read_family_switch(*family);
+    if (family->is_object()) family->allow_only({});
+  }
+  if (const auto family = reader.find("attention")) {
+    metrics.attention = read_family_switch(*family);
+    if (family->is_object()) read_attention(*family, metrics.attention_options);
+  }
+  if (const auto family = reader.find("needle")) {
+    metrics.needle = read_family_switch(*family);
+    if (family->is_object()) read_needle(*family, metrics.needle_options);
+  }
+  if (const auto per_head = reader.find("per_head")) metrics.per_head = per_head->as_bool();
+  if (!metrics.reconstruction && !metrics.attention && !metrics.needle) {
+    reader.fail("every metric family is switched off; enable reconstruction, attention or needle");
+  }
+}
+
+void read_grid(const JsonReader& reader, std::vector<SweepRunConfig>& runs) {
+  reader.allow_only({"k", "v", "window", "sink"});
+  const JsonReader k_list = reader.at("k");
+  const JsonReader v_list = reader.at("v");
+  const auto k = read_nonempty_list<LayeredSpec>(k_list, read_layered_spec);
+  const auto v = read_nonempty_list<LayeredSpec>(v_list, read_layered_spec);
+  std::vector<int> windows{0}, sinks{0};
+  if (const auto found = reader.find("window")) windows = read_nonempty_list<int>(*found, read_token_count);
+  if (const auto found = reader.find("sink")) sinks = read_nonempty_list<int>(*found, read_token_count);
+  for (std::size_t ki = 0; ki < k.size(); ++ki) {
+    for (std::size_t vi = 0; vi < v.size(); ++vi) {
+      for (std::size_t wi = 0; wi < windows.size(); ++wi) {
+        for (std::size_t si = 0; si < sinks.size(); ++si) {
+          runs.push_back({k[ki], v[vi], windows[wi], sinks[si],
+                          fmt::format("grid (k[{}], v[{}], window[{}], sink[{}])", ki, vi, wi, si)});
+        }
+      }
+    }
+  }
+}
+
+void read_runs(const JsonReader& reader, std::vector<SweepRunConfig>& runs) {
+  for (const JsonReader& run : reader.elements()) {
+    if (run.is_object() && run.has("allocation")) {
+      run.at("allocation").fail("allocation files are not supported yet; give \"k\" and \"v\" (per layer if needed)");
+    }
+    run.allow_only({"k", "v", "window", "sink"});
+    SweepRunConfig config;
+    config.k = read_layered_spec(run.at("k"));
+    config.v = read_layered_spec(run.at("v"));
+    if (const auto window = run.find("window")) config.window = read_token_count(*window);
+    if (const auto sink = run.find("sink")) config.sink = read_token_count(*sink);
+    config.origin = run.path();
+    runs.push_back(std::move(config));
+  }
+}
+
+}  // namespace
+
+
+std::string_view nonfinite_mode_name(NonfiniteMode mode) { return mode == NonfiniteMode::error ? "error" : "skip"; }
+
+const std::string& LayeredSpec::spec_for(int layer, int head) const {
+  if (const auto found = head_specs.find({layer, head}); found != head_specs.end()) return found->second;
+  if (const auto found = layer_specs.find(layer); found != layer_specs.end()) return found->second;
+  return default_spec;
+}
+
+std::vector<std::string> LayeredSpec::all_specs() const {
+  std::set<std::string> specs{default_spec};
+  for (const auto& [layer, spec] : layer_specs) specs.insert(spec);
+  for (const auto& [where, spec] : head_specs) specs.insert(spec);
+  return {specs.begin(), specs.end()};
+}
+
+std::string describe_layers(const std::optional<std::vector<int>>& layers) {
+  if (!layers) return "all";
+  return fmt::format("{}", fmt::join(*layers, ","));
+}
+
+SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string& path) {
+  const JsonReader root(document, path);
+  root.allow_only({"name", "data", "grid", "runs", "metrics", "seeds", "seed", "out"});
+  SweepConfig config;
+  config.config_path = path;
+  config.name = std::filesystem::path(path).stem().string();
+  if (const auto name = root.find("name")) {
+    config.name = name->as_string();
+    if (config.name.empty()) name->fail("the name is empty");
+  }
+  read_data(root.at("data"), path, config.data);
+  if (const auto grid = root.find("grid")) read_grid(*grid, config.runs);
+  if (const auto runs = root.find("runs")) read_runs(*runs, config.runs);
+  if (config.runs.empty()) {
+    root.fail("no runs: give \"grid\" with non-empty \"k\" and \"v\" lists, or a non-empty \"runs\" list");
+  }
+  if (const auto metrics = root.find("metrics")) read_metrics(*metrics, config.metrics);
+  if (root.has("seeds") && root.has("seed")) root.fail("give \"seeds\" (a list) or \"seed\" (one number), not both");
+  if (const auto seeds = root.find("seeds")) {
+    config.seeds = read_nonempty_list<std::uint64_t>(*seeds, [](const JsonReader& seed) { return seed.as_unsigned(); });
+    std::set<std::uint64_t> distinct(config.seeds.begin(), config.seeds.end());
+    if (distinct.size() != config.seeds.size()) seeds->fail("a seed is listed twice");
+  }
+  if (const auto seed = root.find("seed")) config.seeds = {seed->as_unsigned()};
+  if (const auto out = root.find("out")) {
+    const std::string written = out->as_string();
+    if (written.empty()) out->fail("the output path is empty");
+    config.out = resolve_against(path, written);
+  }
+  return config;
+}
+
+SweepConfig load_sweep_config(const std::string& path) { return parse_sweep_config(read_json_file(path), path); }
+
+}  // namespace tqlab

@@ -1,0 +1,105 @@
+// The sweep config (DESIGN.md "Sweep config and results"): which dump, which
+// grid of quantizer runs, which metrics, which seeds, where the results go.
+//
+//   {"name": "k-vs-v-3bit",
+//    "data": {"path": "../data/sample_kv.safetensors", "keys": "layers.{layer}.k",
+//             "values": "layers.{layer}.v", "queries": "layers.{layer}.q",
+//             "layout": "seq head token dim", "layers": "all", "nonfinite": "error"},
+//    "grid": {"k": ["tq:b=3,nc", "tq:b=4,nc"], "v": ["tq:b=3,nc"], "window": [0, 128], "sink": [0]},
+//    "runs": [{"k": "tq:b=8", "v": "tq:b=4"},
+//             {"k": {"default": "tq:b=3", "layers": {"0": "tq:b=5"}}, "v": "tq:b=3"}],
+//    "metrics": {"reconstruction": true,
+//                "attention": {"chunk": 2048, "causal": true, "scale": "1/sqrt(d)", "window_mode": "recent"},
+//                "needle": {"trials": 256, "margins": [0.5, 1, 2, 4], "synth_trials": 40},
+//                "per_head": false},
+//    "seeds": [0, 1, 2],
+//    "out": "../results/k-vs-v-3bit.json"}
+//
+// Parsing validates every key before any work and names the key path of
+// whatever is wrong ("grid.k[2]"); relative paths resolve against the
+// config file's folder. Checks that need the data (a spec that cannot take
+// the head dim, runs with the same identity) are in sweep_plan.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "kv/kv_dump.h"
+#include "metrics/attention_geometry.h"
+#include "metrics/needle.h"
+
+namespace tqlab {
+
+enum class NonfiniteMode {
+  error,  ///< NaN/Inf in K, V or Q is an error naming tensor and index
+  skip,   ///< such vectors are left out (and counted)
+};
+
+std::string_view nonfinite_mode_name(NonfiniteMode mode);
+
+/// A quantizer spec for K or V of a run: one spec, or one per layer and head.
+struct LayeredSpec {
+  std::string default_spec;                          ///< as written
+  std::map<int, std::string> layer_specs;            ///< layer number -> spec for its heads
+  std::map<std::pair<int, int>, std::string> head_specs;  ///< (layer, head) -> spec
+  std::string key_path;                              ///< where it was written, e.g. "grid.k[2]"
+
+  /// The spec for (layer number, kv head): the head's, else the layer's, else the default.
+  const std::string& spec_for(int layer, int head) const;
+  bool is_uniform() const { return layer_specs.empty() && head_specs.empty(); }
+  /// Every distinct spec string it names.
+  std::vector<std::string> all_specs() const;
+};
+
+/// One run as the config asks for it.
+struct SweepRunConfig {
+  LayeredSpec k;
+  LayeredSpec v;
+  int window = 0;  ///< tokens kept exact (keys and values), see WindowMode
+  int sink = 0;    ///< the first `sink` tokens of each sequence kept exact
+  std::string origin;  ///< "grid (k[0], v[1], window[0], sink[0])" or "runs[3]", for messages
+};
+
+struct MetricsConfig {
+  bool reconstruction = true;
+  bool attention = true;
+  bool needle = true;
+  AttentionConfig attention_options;
+  NeedleConfig needle_options;
+  bool per_head = false;  ///< add per-head breakdowns
+};
+
+struct SweepDataConfig {
+  std::string path;           ///< as written in the config (or given by --data)
+  std::string resolved_path;  ///< the file to open
+  KvDumpSpec kv;              ///< templates and layers; kv.layout "" = the file's metadata
+  NonfiniteMode nonfinite = NonfiniteMode::error;
+};
+
+struct SweepConfig {
+  std::string config_path;  ///< the file it was read from
+  std::string name;
+  SweepDataConfig data;
+  std::vector<SweepRunConfig> runs;  ///< the grid's product (k, v, window, sink order), then `runs`
+  MetricsConfig metrics;
+  std::vector<std::uint64_t> seeds{0};
+  std::string out;  ///< resolved output path; "" when neither config nor --out gives one
+};
+
+/// Reads and validates `path`. InputError names the file and the key path.
+SweepConfig load_sweep_config(const std::string& path);
+
+/// Validates an already parsed document as if read from `path`.
+SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string& path);
+
+/// The layer selection as the config writes it, for the results: the layer list
+/// actually used is recorded in the data section.
+std::string describe_layers(const std::optional<std::vector<int>>& layers);
+
+}  // namespace tqlab

@@ -1,0 +1,191 @@
+#include "sweep/sweep_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "quant/registry.h"
+
+namespace tqlab {
+namespace {
+
+// The quantizer of `spec`, built once per distinct string.
+int quantizer_index(SweepPlan& plan, const std::string& spec) {
+  for (std::size_t i = 0; i < plan.quantizer_specs.size(); ++i) {
+    if (plan.quantizer_specs[i] == spec) return static_cast<int>(i);
+  }
+  plan.quantizers.push_back(make_quantizer(spec));
+  plan.quantizer_specs.push_back(spec);
+  return static_cast<int>(plan.quantizers.size()) - 1;
+}
+
+std::string spec_key_path(const LayeredSpec& spec, int layer, int head) {
+  if (spec.head_specs.count({layer, head})) return fmt::format("{}.layers.{}.heads.{}", spec.key_path, layer, head);
+  if (spec.layer_specs.count(layer)) return fmt::format("{}.layers.{}", spec.key_path, layer);
+  return spec.is_uniform() ? spec.key_path : spec.key_path + ".default";
+}
+
+// Quantizer per [layer index][kv head] for one role, each checked against the dim it meets.
+std::vector<std::vector<int>> resolve_layered(SweepPlan& plan, const LayeredSpec& spec, Role role) {
+  const KvDump& dump = *plan.dump;
+  std::vector<std::vector<int>> table;
+  std::set<int> layers_present;
+  for (std::size_t li = 0; li < dump.layers().size(); ++li) {
+    const KvLayerShape& shape = dump.layers()[li];
+    layers_present.insert(shape.layer);
+    const int dim = role == Role::key ? shape.key_dim : shape.value_dim;
+    std::vector<int>& heads = table.emplace_back();
+    for (int head = 0; head < shape.kv_heads; ++head) {
+      const std::string& text = spec.spec_for(shape.layer, head);
+      const int index = quantizer_index(plan, text);
+      try {
+        plan.quantizers[static_cast<std::size_t>(index)]->check_dim(dim);
+      } catch (const InputError& error) {
+        fail("config '{}': {}: '{}' cannot take the {} head dim {} of layer {} in '{}': {}", plan.config.config_path,
+             spec_key_path(spec, shape.layer, head), text, role_name(role), dim, shape.layer, dump.file().path(),
+             error.what());
+      }
+      heads.push_back(index);
+    }
+  }
+  // A per-layer entry for a layer that is not swept: a typo, or --layers left it out.
+  std::set<int> unused;
+  for (const auto& [layer, text] : spec.layer_specs) unused.insert(layer);
+  for (const auto& [where, text] : spec.head_specs) unused.insert(where.first);
+  for (int layer : unused) {
+    if (!layers_present.count(layer)) {
+      plan.warnings.push_back(fmt::format("{}.layers.{}: layer {} is not among the layers swept; its spec is unused",
+                                          spec.key_path, layer, layer));
+    }
+  }
+  return table;
+}
+
+// One name per configuration: specs canonical for the dims they meet.
+std::string canonical(const SweepPlan& plan, const LayeredSpec& spec, Role role) {
+  std::set<int> dims;
+  for (const KvLayerShape& shape : plan.dump->layers()) dims.insert(role == Role::key ? shape.key_dim : shape.value_dim);
+  const auto one = [&](const std::string& text) {
+    const std::unique_ptr<Quantizer> quantizer = make_quantizer(text);
+    return dims.size() == 1 ? quantizer->spec_for_dim(*dims.begin()) : quantizer->spec();
+  };
+  if (spec.is_uniform()) return one(spec.default_spec);
+  std::string text = fmt::format("{{\"default\":\"{}\",\"layers\":{{", one(spec.default_spec));
+  std::set<int> layers;
+  for (const auto& [layer, layer_spec] : spec.layer_specs) layers.insert(layer);
+  for (const auto& [where, head_spec] : spec.head_specs) layers.insert(where.first);
+  bool first_layer = true;
+  for (int layer : layers) {
+    text += fmt::format("{}\"{}\":", first_layer ? "" : ",", layer);
+    first_layer = false;
+    const auto layer_spec = spec.layer_specs.find(layer);
+    std::vector<std::pair<int, std::string>> heads;
+    for (const auto& [where, head_spec] : spec.head_specs) {
+      if (where.first == layer) heads.emplace_back(where.second, head_spec);
+    }
+    if (heads.empty()) {
+      text += fmt::format("\"{}\"", one(layer_spec->second));
+      continue;
+    }
+    text += "{";
+    if (layer_spec != spec.layer_specs.end()) text += fmt::format("\"default\":\"{}\",", one(layer_spec->second));
+    text += "\"heads\":{";
+    for (std::size_t h = 0; h < heads.size(); ++h) {
+      text += fmt::format("{}\"{}\":\"{}\"", h ? "," : "", heads[h].first, one(heads[h].second));
+    }
+    text += "}}";
+  }
+  return text + "}}";
+}
+
+}  // namespace
+
+std::string PlannedRun::identity() const { return fmt::format("k={} v={} window={} sink={}", k, v, window, sink); }
+
+double attention_scale(const AttentionConfig& attention, int key_dim) {
+  return attention.scale ? *attention.scale : 1.0 / std::sqrt(static_cast<double>(key_dim));
+}
+
+SweepPlan plan_sweep(SweepConfig config) {
+  SweepPlan plan;
+  plan.config = std::move(config);
+  const SweepConfig& cfg = plan.config;
+  plan.file = TensorFile::open(cfg.data.resolved_path);
+  KvDumpSpec kv = cfg.data.kv;
+  const ResolvedKvLayout resolved = resolve_kv_layout(*plan.file, kv.layout, "data.layout");
+  plan.layout = resolved.layout;
+  kv.layout = plan.layout;
+  kv.layout_assumed = resolved.source == ResolvedKvLayout::Source::assumed;
+  plan.dump = std::make_unique<KvDump>(*plan.file, kv);
+  const KvDump& dump = *plan.dump;
+
+  std::map<std::string, std::string> seen;  // identity -> origin
+  for (const SweepRunConfig& run : cfg.runs) {
+    PlannedRun planned;
+    planned.k_quantizer = resolve_layered(plan, run.k, Role::key);
+    planned.v_quantizer = resolve_layered(plan, run.v, Role::value);
+    planned.k = canonical(plan, run.k, Role::key);
+    planned.v = canonical(plan, run.v, Role::value);
+    planned.window = run.window;
+    planned.sink = run.sink;
+    planned.origin = run.origin;
+    const auto [existing, inserted] = seen.emplace(planned.identity(), planned.origin);
+    if (!inserted) {
+      fail("config '{}': {} and {} are the same run ({}); each run must differ in k, v, window or sink",
+           cfg.config_path, existing->second, planned.origin, planned.identity());
+    }
+    const int synthetic = quantizer_index(plan, run.k.default_spec);
+    try {
+      plan.quantizers[static_cast<std::size_t>(synthetic)]->check_dim(kSyntheticNeedleDim);
+      planned.synthetic_needle_quantizer = synthetic;
+    } catch (const InputError&) {
+      planned.synthetic_needle_quantizer = -1;
+    }
+    plan.runs.push_back(std::move(planned));
+  }
+
+  const MetricsConfig& metrics = cfg.metrics;
+  plan.reconstruction = metrics.reconstruction;
+  const bool wants_queries = metrics.attention || (metrics.needle && metrics.needle_options.trials > 0);
+  if (wants_queries && !dump.has_queries()) {
+    plan.warnings.push_back(fmt::format(
+        "'{}' has no queries ({}): the attention and planted-needle metrics are null; reconstruction{} still run",
+        dump.file().path(),
+        cfg.data.kv.queries.empty() ? "data.queries is null"
+                                    : fmt::format("no tensor matches the queries template '{}'", cfg.data.kv.queries),
+        metrics.needle && metrics.needle_options.synth_trials > 0 ? " and the synthetic needle test" : ""));
+  }
+  plan.attention = metrics.attention && dump.has_queries();
+  plan.needle = metrics.needle && metrics.needle_options.trials > 0 && dump.has_queries();
+  plan.synthetic_needle = metrics.needle && metrics.needle_options.synth_trials > 0;
+  if (plan.needle) {
+    int largest_window = 0, largest_sink = 0;
+    for (const PlannedRun& run : plan.runs) {
+      largest_window = std::max(largest_window, run.window);
+      largest_sink = std::max(largest_sink, run.sink);
+    }
+    plan.needle_trials = plan_needle_trials(dump, metrics.needle_options.trials, metrics.attention_options,
+                                            largest_window, largest_sink);
+    if (plan.needle_trials.empty()) {
+      plan.warnings.push_back(fmt::format(
+          "no planted-needle trial fits: no query has a key before it in its chunk outside the largest window ({}) "
+          "and sink ({}); the needle_top1/needle_weight_ratio metrics are null",
+          largest_window, largest_sink));
+    }
+  }
+  if (plan.synthetic_needle) {
+    for (const PlannedRun& run : plan.runs) {
+      if (run.synthetic_needle_quantizer < 0) {
+        plan.warnings.push_back(fmt::format("{}: k spec cannot take head dim {}: its synthetic needle metrics are null",
+                                            run.origin, kSyntheticNeedleDim));
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace tqlab

@@ -1,0 +1,231 @@
+#include "sweep/sweep_results.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/parallel.h"
+#include "core/text.h"
+#include "kv/kv_slab.h"
+#include "results/results_document.h"
+#include "tqlab_version.h"
+
+namespace tqlab {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json optional_number(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
+
+Json optional_numbers(const std::vector<std::optional<double>>& values) {
+  Json out = Json::array();
+  for (const auto& value : values) out.push_back(optional_number(value));
+  return out;
+}
+
+// A canonical K/V spec as the config writes it: a string, or the per-layer object.
+Json spec_json(const std::string& canonical) {
+  if (!canonical.starts_with("{")) return canonical;
+  return Json::parse(canonical);
+}
+
+Json metrics_config_json(const MetricsConfig& metrics) {
+  Json out;
+  out["reconstruction"] = metrics.reconstruction;
+  if (metrics.attention) {
+    const AttentionConfig& attention = metrics.attention_options;
+    out["attention"] = {{"chunk", attention.chunk},
+                        {"causal", attention.causal},
+                        {"scale", attention.scale ? Json(*attention.scale) : Json("1/sqrt(d)")},
+                        {"window_mode", std::string(window_mode_name(attention.window_mode))}};
+  } else {
+    out["attention"] = false;
+  }
+  if (metrics.needle) {
+    const NeedleConfig& needle = metrics.needle_options;
+    out["needle"] = {{"trials", needle.trials}, {"margins", needle.margins}, {"synth_trials", needle.synth_trials}};
+  } else {
+    out["needle"] = false;
+  }
+  out["per_head"] = metrics.per_head;
+  return out;
+}
+
+Json config_json(const SweepPlan& plan) {
+  const SweepConfig& config = plan.config;
+  const KvDump& dump = *plan.dump;
+  Json data;
+  data["path"] = json_text(config.data.path);  // --data comes from the command line: any bytes
+  data["keys"] = config.data.kv.keys;
+  data["values"] = config.data.kv.values;
+  data["queries"] = config.data.kv.queries.empty() ? Json(nullptr) : Json(config.data.kv.queries);
+  data["layout"] = plan.layout;
+  Json layers = Json::array();
+  for (const KvLayerShape& shape : dump.layers()) layers.push_back(shape.layer);
+  data["layers"] = layers;
+  data["nonfinite"] = std::string(nonfinite_mode_name(config.data.nonfinite));
+  Json runs = Json::array();
+  for (const PlannedRun& run : plan.runs) {
+    runs.push_back({{"k", spec_json(run.k)}, {"v", spec_json(run.v)}, {"window", run.window}, {"sink", run.sink}});
+  }
+  Json out;
+  out["name"] = config.name;
+  out["data"] = data;
+  out["runs"] = runs;
+  out["metrics"] = metrics_config_json(config.metrics);
+  out["seeds"] = config.seeds;
+  return out;
+}
+
+std::string tensor_dtype(const KvDump& dump, Role role) {
+  if (role == Role::query && !dump.has_queries()) return "";
+  const TensorView* view = dump.file().find(slab_tensor_name(dump, KvSlab{role, 0, 0, 0}));
+  return view != nullptr ? std::string(dtype_name(view->dtype)) : "";
+}
+
+Json data_json(const SweepPlan& plan, const SweepResults& results, const DataIdentity& identity) {
+  const KvDump& dump = *plan.dump;
+  Json out;
+  out["path"] = json_text(plan.config.data.path);
+  out["bytes"] = identity.bytes;
+  out["sha256"] = identity.sha256;
+  out["format"] = dump.file().format();
+  out["layout"] = plan.layout;
+  out["dtypes"] = {{"keys", tensor_dtype(dump, Role::key)},
+                   {"values", tensor_dtype(dump, Role::value)},
+                   {"queries", dump.has_queries() ? Json(tensor_dtype(dump, Role::query)) : Json(nullptr)}};
+  Json layers = Json::array();
+  for (const KvLayerShape& shape : dump.layers()) {
+    layers.push_back({{"layer", shape.layer},
+                      {"seqs", shape.seqs},
+                      {"kv_heads", shape.kv_heads},
+                      {"q_heads", shape.q_heads},
+                      {"tokens", shape.tokens},
+                      {"key_dim", shape.key_dim},
+                      {"value_dim", shape.value_dim}});
+  }
+  out["layers"] = layers;
+  if (plan.config.data.nonfinite == NonfiniteMode::skip) {
+    out["skipped_vectors"] = {{"keys", results.skipped_key_vectors},
+                              {"values", results.skipped_value_vectors},
+                              {"queries", results.skipped_query_vectors}};
+  }
+  return out;
+}
+
+Json bits_json(const RunBits& bits) {
+  return {{"bits_k", bits.bits_k},
+          {"bits_v", bits.bits_v},
+          {"bits_kv", bits.bits_kv},
+          {"bits_kv_effective", bits.bits_kv_effective},
+          {"compression", bits.compression}};
+}
+
+Json run_json(const SweepPlan& plan, const RunResult& result) {
+  const PlannedRun& run = *result.run;
+  Json out;
+  out["id"] = run.identity();
+  out["k"] = spec_json(run.k);
+  out["v"] = spec_json(run.v);
+  out["window"] = run.window;
+  out["sink"] = run.sink;
+  out["seeds"] = plan.config.seeds;
+  out["origin"] = run.origin;
+  out["bits"] = bits_json(result.bits);
+  Json metrics = Json::object();
+  for (const auto& [name, summary] : result.metrics) {
+    metrics[name] = {{"mean", optional_number(summary.mean)},
+                     {"se", optional_number(summary.standard_error)},
+                     {"std", optional_number(summary.seed_std)},
+                     {"per_seed", optional_numbers(summary.per_seed)}};
+  }
+  out["metrics"] = metrics;
+  Json per_layer;
+  Json layers = Json::array();
+  for (const KvLayerShape& shape : plan.dump->layers()) layers.push_back(shape.layer);
+  per_layer["layer"] = layers;
+  for (const char* name : {"bits_k", "bits_v", "bits_kv", "bits_kv_effective"}) {
+    Json values = Json::array();
+    for (const RunBits& bits : result.layer_bits) values.push_back(bits_json(bits)[name]);
+    per_layer[name] = values;
+  }
+  for (const auto& [name, values] : result.per_layer) per_layer[name] = optional_numbers(values);
+  out["per_layer"] = per_layer;
+  if (plan.config.metrics.per_head) {
+    Json per_head;
+    for (const auto& [name, table] : result.per_head) {
+      Json rows = Json::array();
+      for (const auto& row : table) rows.push_back(optional_numbers(row));
+      per_head[name] = rows;
+    }
+    out["per_head"] = per_head;
+  }
+  return out;
+}
+
+const MetricSummary* find_metric(const RunResult& result, const std::string& name) {
+  for (const auto& [metric, summary] : result.metrics) {
+    if (metric == name) return &summary;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+nlohmann::ordered_json sweep_results_json(const SweepPlan& plan, const SweepResults& results,
+                                          const DataIdentity& identity) {
+  Json out;
+  out["schema"] = kSweepSchema;
+  out["tqlab"] = {{"version", TQLAB_VERSION}, {"git_commit", TQLAB_GIT_COMMIT}, {"blas", blas_kernels()}};
+  out["config"] = config_json(plan);
+  out["data"] = data_json(plan, results, identity);
+  out["needle"] = {{"trials", results.needle_trials},
+                   {"margins", plan.config.metrics.needle_options.margins},
+                   {"synthetic_trials", results.synthetic_trials}};
+  if (results.needle_trials_measured < results.needle_trials) {
+    out["needle"]["unmeasured_trials"] = results.needle_trials - results.needle_trials_measured;
+  }
+  Json runs = Json::array();
+  for (const RunResult& result : results.runs) runs.push_back(run_json(plan, result));
+  out["runs"] = runs;
+  const SweepTiming& timing = results.timing;
+  out["timing"] = {{"total_seconds", timing.total_seconds},
+                   {"threads", timing.threads},
+                   {"worker_seconds",
+                    {{"read", timing.read_seconds},
+                     {"quantize", timing.quantize_seconds},
+                     {"attention", timing.attention_seconds},
+                     {"needle", timing.needle_seconds}}}};
+  return out;
+}
+
+std::string sweep_results_table(const SweepPlan& plan, const SweepResults& results) {
+  const std::vector<double>& margins = plan.config.metrics.needle_options.margins;
+  const std::string needle_name = margins.empty() ? "" : fmt::format("needle_top1@{}", margins[(margins.size() - 1) / 2]);
+  std::size_t k_width = 1, v_width = 1;
+  for (const RunResult& result : results.runs) {
+    k_width = std::max(k_width, result.run->k.size());
+    v_width = std::max(v_width, result.run->v.size());
+  }
+  const auto cell = [](const RunResult& result, const std::string& name, const char* format) -> std::string {
+    const MetricSummary* summary = find_metric(result, name);
+    if (summary == nullptr || !summary->mean) return "-";
+    return fmt::format(fmt::runtime(format), *summary->mean);
+  };
+  std::string table = fmt::format("{:<{}}  {:<{}}  {:>6}  {:>4}  {:>7}  {:>6}  {:>10}  {:>10}  {:>9}  {:>{}}\n", "k",
+                                  k_width, "v", v_width, "window", "sink", "bits_kv", "ratio", "k_rel_mse", "attn_kl",
+                                  "attn_top1", needle_name.empty() ? "needle" : needle_name,
+                                  std::max<std::size_t>(needle_name.size(), 6));
+  for (const RunResult& result : results.runs) {
+    table += fmt::format("{:<{}}  {:<{}}  {:>6}  {:>4}  {:>7.3f}  {:>6.2f}  {:>10}  {:>10}  {:>9}  {:>{}}\n",
+                         result.run->k, k_width, result.run->v, v_width, result.run->window, result.run->sink,
+                         result.bits.bits_kv, result.bits.compression, cell(result, "k_rel_mse", "{:.4g}"),
+                         cell(result, "attn_kl", "{:.4g}"), cell(result, "attn_top1", "{:.4f}"),
+                         cell(result, needle_name, "{:.3f}"), std::max<std::size_t>(needle_name.size(), 6));
+  }
+  return table;
+}
+
+}  // namespace tqlab
