@@ -17,6 +17,7 @@
 #include "metrics/attention_reference.h"
 #include "metrics/needle.h"
 #include "quant/registry.h"
+#include "sweep/sweep_item.h"
 #include "sweep_test_util.h"
 
 namespace tqlab {
@@ -369,6 +370,38 @@ TEST(SweepDeterminism, SameBytesForOneTwoAndFourThreads) {
   const std::string one = sweep_test::results_text(sweep_test::run_config(config, scratch.file("c.json"), 1));
   EXPECT_EQ(sweep_test::results_text(sweep_test::run_config(config, scratch.file("c.json"), 2)), one);
   EXPECT_EQ(sweep_test::results_text(sweep_test::run_config(config, scratch.file("c.json"), 4)), one);
+}
+
+// The totals are what shards and resumed runs are made of: items measured one
+// by one, in any order, and added to totals of their own give the very document
+// of a whole sweep.
+TEST(SweepTotals, ItemsMeasuredInReverseOrderGiveTheSameDocument) {
+  io_test::ScratchDir scratch;
+  sweep_test::write_dump(scratch.file("dump.safetensors"), DumpShape{3, 2, 2, 4, 40, 16, 8});
+  sweep_test::SweepRun whole = sweep_test::run_config(small_config({0, 1}), scratch.file("c.json"), 2);
+  const SweepPlan& plan = whole.plan;
+  const SweepItems items(*plan.dump);
+  const RunSeeds run_seeds{static_cast<int>(plan.runs.size()), static_cast<int>(plan.config.seeds.size())};
+  const int trials = synthetic_trial_count(plan);
+  ASSERT_GT(trials, 0);
+  SweepTotals totals = empty_sweep_totals(*plan.dump, items, run_seeds, trials, plan.attention, true);
+  for (int index = items.count() - 1; index >= 0; --index) {
+    const WorkItem item = items.item(index);
+    ASSERT_EQ(items.index(item), index);
+    ItemMeasurement measured = measure_item(plan, run_seeds, item);
+    const KvLayerShape& shape = plan.dump->layers()[static_cast<std::size_t>(item.layer_index)];
+    for (int rs = 0; rs < run_seeds.count(); ++rs) {
+      add_kl_values(totals.kl_tails[static_cast<std::size_t>(rs)], item, shape.q_heads / shape.kv_heads,
+                    measured.kl[static_cast<std::size_t>(rs)]);
+    }
+    totals.items[static_cast<std::size_t>(index)] = std::move(measured.totals);
+  }
+  for (int trial = trials - 1; trial >= 0; --trial) {
+    totals.synthetic[static_cast<std::size_t>(trial)] = measure_synthetic_trial(plan, run_seeds, trial);
+  }
+  const std::string expected = sweep_test::results_text(whole);
+  whole.results = summarize_sweep(plan, totals);
+  EXPECT_EQ(sweep_test::results_text(whole), expected);
 }
 
 TEST(SweepSeeds, EachSeedIsTheSweepOfThatSeedAloneAndTheSummaryIsTheirMeanAndStd) {

@@ -1,0 +1,362 @@
+#include "sweep/sweep_summary.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/index.h"
+
+namespace tqlab {
+namespace {
+
+// Which clusters a summary covers: every layer, or one.
+constexpr int kAllLayers = -1;
+
+// One (run, seed)'s totals added up per cluster, per layer and per trial, in item order.
+struct ClusterTotals {
+  std::vector<ReconstructionSums> reconstruction;        // per (layer, kv head) cluster
+  std::vector<AttentionSums> attention;                  // per (layer, q head) unit
+  std::vector<std::vector<RatioSum>> needle;             // per cluster: [2 * margin + (0 top1, 1 ratio)]
+  std::vector<RatioSum> synthetic_weight, synthetic_error;  // per synthetic trial
+  std::vector<double> key_bits, value_bits, effective_bits;  // per layer index: bits
+  std::vector<double> key_values, value_values;              // per layer index: values
+};
+
+ClusterTotals add_up(const SweepPlan& plan, const SweepItems& items, const SweepTotals& totals, int rs) {
+  const KvDump& dump = *plan.dump;
+  const std::size_t margins = plan.config.metrics.needle_options.margins.size();
+  const std::size_t layers = dump.layers().size();
+  ClusterTotals out;
+  out.reconstruction.resize(static_cast<std::size_t>(items.clusters()));
+  out.attention.resize(static_cast<std::size_t>(items.q_units()));
+  out.needle.assign(static_cast<std::size_t>(items.clusters()), std::vector<RatioSum>(2 * margins));
+  for (auto* series : {&out.key_bits, &out.value_bits, &out.effective_bits, &out.key_values, &out.value_values}) {
+    series->assign(layers, 0.0);
+  }
+  for (int index = 0; index < items.count(); ++index) {
+    const ItemTotals& item_totals = at(totals.items, index);
+    if (item_totals.tokens == 0) continue;
+    const WorkItem item = items.item(index);
+    const KvLayerShape& shape = at(dump.layers(), item.layer_index);
+    const int group = shape.q_heads > 0 ? shape.q_heads / shape.kv_heads : 0;
+    const int cluster = items.cluster(item.layer_index, item.kv_head);
+    const ItemRunSeedTotals& run = at(item_totals.run_seeds, rs);
+    ReconstructionSums& reconstruction = at(out.reconstruction, cluster);
+    for (int sum = 0; sum < kReconstructionSums; ++sum) at(reconstruction, sum) += at(run.reconstruction, sum);
+    at(out.key_bits, item.layer_index) += run.key_bits;
+    at(out.value_bits, item.layer_index) += run.value_bits;
+    at(out.key_values, item.layer_index) += run.key_values;
+    at(out.value_values, item.layer_index) += run.value_values;
+    at(out.effective_bits, item.layer_index) += run.effective_bits;
+    for (int g = 0; g < static_cast<int>(run.attention.size()); ++g) {
+      AttentionSums& sums = at(out.attention, items.q_unit(item.layer_index, item.kv_head * group + g));
+      for (int sum = 0; sum < kAttentionSums; ++sum) at(sums, sum) += at(at(run.attention, g), sum);
+    }
+    for (const std::vector<NeedleOutcome>& trial : run.needle) {
+      for (std::size_t m = 0; m < margins; ++m) {
+        at(out.needle, cluster)[2 * m].add(trial[m].top1 ? 1.0 : 0.0);
+        at(out.needle, cluster)[2 * m + 1].add(trial[m].weight_ratio);
+      }
+    }
+  }
+  for (const std::vector<SyntheticOutcome>& trial : totals.synthetic) {
+    const SyntheticOutcome& outcome = at(trial, rs);
+    if (!outcome.measured) continue;
+    out.synthetic_weight.emplace_back().add(outcome.weight);
+    out.synthetic_error.emplace_back().add(outcome.output_error);
+  }
+  return out;
+}
+
+MetricSummary summarize_clusters(const std::vector<std::vector<RatioSum>>& per_seed, bool root_of_mean) {
+  MetricSummary summary;
+  const std::size_t seeds = per_seed.size();
+  std::vector<RatioSum> averaged(per_seed.front().size());
+  double sum = 0;
+  bool all = true;
+  for (const std::vector<RatioSum>& clusters : per_seed) {
+    ClusterEstimate estimate = cluster_estimate(clusters);
+    if (root_of_mean) estimate = square_root(estimate);
+    summary.per_seed.push_back(estimate.value);
+    all = all && estimate.value.has_value();
+    if (estimate.value) sum += *estimate.value;
+    for (std::size_t c = 0; c < clusters.size(); ++c) {
+      averaged[c].numerator += clusters[c].numerator / static_cast<double>(seeds);
+      averaged[c].denominator += clusters[c].denominator / static_cast<double>(seeds);
+    }
+  }
+  if (!all) return summary;
+  summary.mean = sum / static_cast<double>(seeds);
+  ClusterEstimate pooled = cluster_estimate(averaged);
+  if (root_of_mean) pooled = square_root(pooled);
+  summary.standard_error = pooled.standard_error;
+  if (seeds > 1) {
+    double spread = 0;
+    for (const auto& value : summary.per_seed) spread += (*value - *summary.mean) * (*value - *summary.mean);
+    summary.seed_std = std::sqrt(spread / static_cast<double>(seeds - 1));
+  }
+  return summary;
+}
+
+// A statistic without a standard error (a percentile): per seed, their mean and std.
+MetricSummary summarize_values(const std::vector<double>& per_seed) {
+  MetricSummary summary;
+  double sum = 0;
+  bool all = true;
+  for (double value : per_seed) {
+    if (std::isnan(value)) {
+      summary.per_seed.push_back(std::nullopt);
+      all = false;
+    } else {
+      summary.per_seed.push_back(value);
+      sum += value;
+    }
+  }
+  if (!all || per_seed.empty()) return summary;
+  summary.mean = sum / static_cast<double>(per_seed.size());
+  if (per_seed.size() > 1) {
+    double spread = 0;
+    for (double value : per_seed) spread += (value - *summary.mean) * (value - *summary.mean);
+    summary.seed_std = std::sqrt(spread / static_cast<double>(per_seed.size() - 1));
+  }
+  return summary;
+}
+
+MetricSummary null_summary(int seeds) {
+  MetricSummary summary;
+  summary.per_seed.assign(static_cast<std::size_t>(seeds), std::nullopt);
+  return summary;
+}
+
+double tail_value(const UpperQuantile& tail) { return tail.value().value_or(NAN); }
+
+RunBits bits_of(double key_bits, double value_bits, double key_values, double value_values, double effective) {
+  RunBits out;
+  out.bits_k = key_values > 0 ? key_bits / key_values : 0;
+  out.bits_v = value_values > 0 ? value_bits / value_values : 0;
+  const double values = key_values + value_values;
+  out.bits_kv = values > 0 ? (key_bits + value_bits) / values : 0;
+  out.bits_kv_effective = values > 0 ? effective / values : 0;
+  out.compression = out.bits_kv > 0 ? 16.0 / out.bits_kv : 0;
+  return out;
+}
+
+class Summarizer {
+ public:
+  Summarizer(const SweepPlan& plan, const SweepTotals& totals)
+      : plan_(plan), dump_(*plan.dump), totals_(totals), items_(dump_),
+        run_seeds_{static_cast<int>(plan.runs.size()), static_cast<int>(plan.config.seeds.size())},
+        layers_(static_cast<int>(dump_.layers().size())) {
+    for (int rs = 0; rs < run_seeds_.count(); ++rs) clusters_.push_back(add_up(plan, items_, totals, rs));
+  }
+
+  SweepResults summarize() const {
+    SweepResults results;
+    for (const ItemTotals& item : totals_.items) {
+      results.skipped_key_vectors += item.skipped_keys;
+      results.skipped_value_vectors += item.skipped_values;
+      results.skipped_query_vectors += item.skipped_queries;
+      results.needle_trials_measured += item.measured_trials;
+    }
+    results.needle_trials = static_cast<int>(plan_.needle_trials.size());
+    results.synthetic_trials = static_cast<int>(totals_.synthetic.size());
+    for (int run = 0; run < run_seeds_.runs; ++run) results.runs.push_back(summarize_run(run));
+    return results;
+  }
+
+ private:
+  // Cluster sums of one (run, seed) over every layer or one.
+  template <typename PerCluster>
+  std::vector<RatioSum> layer_clusters(int layer, const PerCluster& per_cluster) const {
+    std::vector<RatioSum> clusters;
+    for (int li = 0; li < layers_; ++li) {
+      if (layer != kAllLayers && layer != li) continue;
+      for (int head = 0; head < at(dump_.layers(), li).kv_heads; ++head) clusters.push_back(per_cluster(li, head));
+    }
+    return clusters;
+  }
+  const RatioSum& reconstruction_unit(int rs, int sum, int li, int head) const {
+    return at(at(at(clusters_, rs).reconstruction, items_.cluster(li, head)), sum);
+  }
+  const RatioSum& attention_unit(int rs, int sum, int li, int q_head) const {
+    return at(at(at(clusters_, rs).attention, items_.q_unit(li, q_head)), sum);
+  }
+  const RatioSum& needle_unit(int rs, int index, int li, int head) const {
+    return at(at(at(clusters_, rs).needle, items_.cluster(li, head)), index);
+  }
+  std::vector<RatioSum> reconstruction(int rs, int sum, int layer) const {
+    return layer_clusters(layer, [&](int li, int head) { return reconstruction_unit(rs, sum, li, head); });
+  }
+  std::vector<RatioSum> attention(int rs, int sum, int layer) const {
+    return layer_clusters(layer, [&](int li, int head) {
+      const KvLayerShape& shape = at(dump_.layers(), li);
+      const int group = shape.q_heads / shape.kv_heads;
+      RatioSum cluster;
+      for (int g = 0; g < group; ++g) cluster += attention_unit(rs, sum, li, head * group + g);
+      return cluster;
+    });
+  }
+  std::vector<RatioSum> needle(int rs, int index, int layer) const {
+    return layer_clusters(layer, [&](int li, int head) { return needle_unit(rs, index, li, head); });
+  }
+
+  RunResult summarize_run(int run) const {
+    const MetricsConfig& metrics = plan_.config.metrics;
+    const int seeds = run_seeds_.seeds;
+    RunResult result;
+    result.run = &at(plan_.runs, run);
+    const int first = run_seeds_.index(run, 0);
+    const auto seeds_of = [&](const auto& clusters_of_seed) {
+      std::vector<std::vector<RatioSum>> per_seed;
+      for (int s = 0; s < seeds; ++s) per_seed.push_back(clusters_of_seed(first + s));
+      return per_seed;
+    };
+    // One metric: the run's summary, its per-layer seed means, and per head when asked.
+    const auto add = [&](const std::string& name, const auto& clusters_of, bool root, auto per_head) {
+      result.metrics.emplace_back(name,
+                                  summarize_clusters(seeds_of([&](int rs) { return clusters_of(rs, kAllLayers); }), root));
+      std::vector<std::optional<double>> by_layer;
+      for (int li = 0; li < layers_; ++li) {
+        by_layer.push_back(summarize_clusters(seeds_of([&](int rs) { return clusters_of(rs, li); }), root).mean);
+      }
+      result.per_layer.emplace_back(name, std::move(by_layer));
+      if (metrics.per_head) result.per_head.emplace_back(name, per_head(root));
+    };
+    const auto add_null = [&](const std::string& name) {
+      result.metrics.emplace_back(name, null_summary(seeds));
+      result.per_layer.emplace_back(name, std::vector<std::optional<double>>(static_cast<std::size_t>(layers_)));
+    };
+    // Per head: one value per (layer, head), the seed mean of that unit's ratio.
+    const auto heads_of = [&](const auto& unit_sum, bool q_heads) {
+      return [&, q_heads](bool root) {
+        std::vector<std::vector<std::optional<double>>> table;
+        for (int li = 0; li < layers_; ++li) {
+          const KvLayerShape& shape = at(dump_.layers(), li);
+          std::vector<std::optional<double>>& row = table.emplace_back();
+          for (int head = 0; head < (q_heads ? shape.q_heads : shape.kv_heads); ++head) {
+            row.push_back(
+                summarize_clusters(seeds_of([&](int rs) { return std::vector<RatioSum>{unit_sum(rs, li, head)}; }), root)
+                    .mean);
+          }
+        }
+        return table;
+      };
+    };
+
+    if (metrics.reconstruction) {
+      const char* names[] = {"k_rel_mse", "v_rel_mse", "k_nmse", "v_nmse", "k_cos", "v_cos"};
+      for (int sum = 0; sum < kReconstructionSums; ++sum) {
+        add(names[sum], [&](int rs, int layer) { return reconstruction(rs, sum, layer); }, false,
+            heads_of([&](int rs, int li, int head) { return reconstruction_unit(rs, sum, li, head); }, false));
+      }
+    }
+    if (metrics.attention) {
+      const std::pair<const char*, int> named[] = {{"attn_kl", kKl},   {"attn_top1", kTop1},          {"attn_top5", kTop5},
+                                                   {"attn_cos", kCos}, {"attn_out_rel_err", kOutErr}, {"ip_bias", kIpBias},
+                                                   {"ip_rmse", kIpMeanSquare}};
+      for (const auto& entry : named) {
+        // Not a structured binding: clang before 16 (the fuzz build's clang 14) cannot capture one.
+        const char* const name = entry.first;
+        const int sum = entry.second;
+        if (!plan_.attention) {
+          add_null(name);
+          if (std::string(name) == "attn_kl") add_null("attn_kl_p95");
+          continue;
+        }
+        const bool root = sum == kIpMeanSquare;
+        add(name, [&, sum](int rs, int layer) { return attention(rs, sum, layer); }, root,
+            heads_of([&, sum](int rs, int li, int head) { return attention_unit(rs, sum, li, head); }, true));
+        if (sum == kKl) add_kl_tails(run, result);
+      }
+    }
+    if (metrics.needle) {
+      const std::vector<double>& margins = metrics.needle_options.margins;
+      if (metrics.needle_options.trials > 0) {
+        for (int m = 0; m < static_cast<int>(margins.size()); ++m) {
+          for (int kind = 0; kind < 2; ++kind) {
+            const std::string name = fmt::format("{}@{}", kind == 0 ? "needle_top1" : "needle_weight_ratio", at(margins, m));
+            if (!plan_.needle || plan_.needle_trials.empty()) {
+              add_null(name);
+              continue;
+            }
+            const int index = 2 * m + kind;
+            add(name, [&, index](int rs, int layer) { return needle(rs, index, layer); }, false,
+                heads_of([&, index](int rs, int li, int head) { return needle_unit(rs, index, li, head); }, false));
+          }
+        }
+      }
+      if (metrics.needle_options.synth_trials > 0) {
+        for (int kind = 0; kind < 2; ++kind) {
+          const char* name = kind == 0 ? "needle_synth_weight" : "needle_synth_out_err";
+          if (result.run->synthetic_needle_quantizer < 0) {
+            result.metrics.emplace_back(name, null_summary(seeds));
+            continue;
+          }
+          result.metrics.emplace_back(name, summarize_clusters(seeds_of([&](int rs) {
+                                        const ClusterTotals& totals = at(clusters_, rs);
+                                        return kind == 0 ? totals.synthetic_weight : totals.synthetic_error;
+                                      }),
+                                                               false));
+        }
+      }
+    }
+
+    // Bits, from the first seed (packed sizes do not depend on the seed).
+    const ClusterTotals& bits = at(clusters_, first);
+    double key_bits = 0, value_bits = 0, key_values = 0, value_values = 0, effective = 0;
+    for (int li = 0; li < layers_; ++li) {
+      result.layer_bits.push_back(bits_of(at(bits.key_bits, li), at(bits.value_bits, li), at(bits.key_values, li),
+                                          at(bits.value_values, li), at(bits.effective_bits, li)));
+      key_bits += at(bits.key_bits, li);
+      value_bits += at(bits.value_bits, li);
+      key_values += at(bits.key_values, li);
+      value_values += at(bits.value_values, li);
+      effective += at(bits.effective_bits, li);
+    }
+    result.bits = bits_of(key_bits, value_bits, key_values, value_values, effective);
+    return result;
+  }
+
+  // attn_kl_p95: per seed over every query, per layer and per head.
+  void add_kl_tails(int run, RunResult& result) const {
+    const int seeds = run_seeds_.seeds;
+    const auto tails_of = [&](int s) -> const KlTails& { return at(totals_.kl_tails, run_seeds_.index(run, s)); };
+    std::vector<double> tails;
+    for (int s = 0; s < seeds; ++s) tails.push_back(tail_value(*tails_of(s).all));
+    result.metrics.emplace_back("attn_kl_p95", summarize_values(tails));
+    std::vector<std::optional<double>> by_layer;
+    for (int li = 0; li < layers_; ++li) {
+      std::vector<double> values;
+      for (int s = 0; s < seeds; ++s) values.push_back(tail_value(at(tails_of(s).layer, li)));
+      by_layer.push_back(summarize_values(values).mean);
+    }
+    result.per_layer.emplace_back("attn_kl_p95", std::move(by_layer));
+    if (!plan_.config.metrics.per_head) return;
+    std::vector<std::vector<std::optional<double>>> table;
+    for (int li = 0; li < layers_; ++li) {
+      std::vector<std::optional<double>>& row = table.emplace_back();
+      for (int head = 0; head < static_cast<int>(at(tails_of(0).head, li).size()); ++head) {
+        std::vector<double> values;
+        for (int s = 0; s < seeds; ++s) values.push_back(tail_value(at(at(tails_of(s).head, li), head)));
+        row.push_back(summarize_values(values).mean);
+      }
+    }
+    result.per_head.emplace_back("attn_kl_p95", std::move(table));
+  }
+
+  const SweepPlan& plan_;
+  const KvDump& dump_;
+  const SweepTotals& totals_;
+  const SweepItems items_;
+  const RunSeeds run_seeds_;
+  const int layers_;
+  std::vector<ClusterTotals> clusters_;  // per (run, seed)
+};
+
+}  // namespace
+
+SweepResults summarize_sweep(const SweepPlan& plan, const SweepTotals& totals) {
+  return Summarizer(plan, totals).summarize();
+}
+
+}  // namespace tqlab
