@@ -10,6 +10,7 @@
 #include "io/npy.h"
 #include "io/npz.h"
 #include "io/safetensors.h"
+#include "io/zip_records.h"
 
 namespace tqlab {
 namespace {
@@ -23,13 +24,6 @@ std::uint64_t data_bytes(const TensorToWrite& tensor) {
   std::uint64_t bytes = dtype_size(tensor.dtype);
   for (const std::int64_t extent : tensor.shape) bytes *= static_cast<std::uint64_t>(extent);
   return bytes;
-}
-
-std::uint32_t crc32_of(std::uint32_t crc, std::span<const std::byte> bytes) {
-  // zlib counts in uInt: pieces above 4 GiB go through crc32_z's size_t.
-  if (bytes.empty()) return crc;
-  return static_cast<std::uint32_t>(
-      ::crc32_z(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<z_size_t>(bytes.size())));
 }
 
 }  // namespace
@@ -88,7 +82,7 @@ void TensorStreamWriter::write(std::size_t index, std::uint64_t offset, std::spa
   }
   if (bytes.empty()) return;
   Piece piece{offset, bytes.size(), 0};
-  if (format_ == Format::npz) piece.crc = crc32_of(0, bytes);
+  if (format_ == Format::npz) piece.crc = zip::crc32_of(0, bytes);
   file_->write_at(tensor.file_offset + offset, bytes);
   bool writeback = false;
   {
@@ -105,7 +99,7 @@ void TensorStreamWriter::write(std::size_t index, std::uint64_t offset, std::spa
 
 std::uint32_t TensorStreamWriter::member_crc(std::size_t index) const {
   const Tensor& tensor = tensors_[index];
-  std::uint32_t crc = crc32_of(0, npz_->npy_header(index));
+  std::uint32_t crc = zip::crc32_of(0, npz_->npy_header(index));
   // The pieces are sorted and tile the data (checked by commit()): CRC of a concatenation.
   for (const Piece& piece : tensor.pieces) {
     crc = static_cast<std::uint32_t>(::crc32_combine(crc, piece.crc, static_cast<z_off_t>(piece.size)));
