@@ -1,6 +1,6 @@
 // tq's packed layout checked against bytes written by hand (issue 7): the
 // pinned-layout goldens were recorded from the implementation itself; these
-// are derived on paper from the layout documented in src/quant/tq_quantizer.h
+// are derived on paper from the layout documented in src/quant/tq_layout.h
 // and the codebook levels, with rot=none and norm=fp32 so that every step is
 // visible: u = x / ||x||, code = number of boundaries strictly below u_i (a
 // value on a boundary takes the lower level), codes LSB-first in one stream

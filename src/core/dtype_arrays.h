@@ -1,5 +1,5 @@
 // store_element / load_element on arrays: the norms of a whole chunk of
-// vectors at once (quant/tq_quantizer.cpp), instead of one call, one switch
+// vectors at once (quant/tq_group_codec.cpp), instead of one call, one switch
 // on the type and one conversion per value.
 //
 // Every function here gives the bits of the element-wise functions of

@@ -15,18 +15,8 @@
 // outliers=K@B2 quantizes the K channels of largest RMS as a second group
 // with its own norm, rotation and B2-bit codebook.
 //
-// Packed layout of one (role, layer, head) tensor of T tokens, each section
-// starting on a byte boundary, in this order:
-//   [center=channel] D channel means, fp16
-//   [outliers]       K outlier channel indices, uint16, ascending
-//   for each group (regular channels first, then outliers), with n = T * blocks
-//   and (token, block) in row-major order:
-//     codes            n * B codes of mse_bits bits, one bit stream
-//     [qjl]            n * m sign bits, one bit stream
-//     norms            n values of the norm type
-//     [qjl]            n residual norms of the norm type
-//     [center=block]   n block means, fp16
-// At D = 128, b = 3, fp16 norms that is 48 + 2 bytes per token: 3.125 bits per value.
+// Packed layout, byte by byte, with one worked size (D = 128, b = 3: 3.125
+// bits per value): quant/tq_layout.h.
 #pragma once
 
 #include <vector>
