@@ -281,16 +281,16 @@ TEST(TheoremConstantsTest, Theorem2ErratumIsFlaggedAtFourBitsOnly) {
   EXPECT_DOUBLE_EQ(prod_formula(128, 4, 64), 2 * prod_formula(128, 4, 128));
 }
 
-TEST(TheoremConstantsTest, Seed001TablesAreIndexedAsPrinted) {
-  EXPECT_EQ(seed001_d_mse(2)->value, 0.1160);
-  EXPECT_EQ(seed001_d_mse(2)->decimals, 4);
-  EXPECT_FALSE(seed001_d_mse(0).has_value());
-  EXPECT_EQ(seed001_inner_product_error(1, InnerProductEstimator::biased, 0.9)->value, 13.6);
-  EXPECT_EQ(seed001_inner_product_error(1, InnerProductEstimator::biased, 0.9)->half_unit(), 0.05);
-  EXPECT_EQ(seed001_inner_product_error(3, InnerProductEstimator::debiased, 0.5)->value, 0.046);
-  EXPECT_EQ(seed001_inner_product_error(4, InnerProductEstimator::prod, 0.0)->value, 0.053);
-  EXPECT_FALSE(seed001_inner_product_error(4, InnerProductEstimator::prod, 0.3).has_value());
-  EXPECT_FALSE(seed001_inner_product_error(5, InnerProductEstimator::prod, 0.0).has_value());
+TEST(TheoremConstantsTest, ReproductionTablesAreIndexedAsPrinted) {
+  EXPECT_EQ(reproduction_d_mse(2)->value, 0.1160);
+  EXPECT_EQ(reproduction_d_mse(2)->decimals, 4);
+  EXPECT_FALSE(reproduction_d_mse(0).has_value());
+  EXPECT_EQ(reproduction_inner_product_error(1, InnerProductEstimator::biased, 0.9)->value, 13.6);
+  EXPECT_EQ(reproduction_inner_product_error(1, InnerProductEstimator::biased, 0.9)->half_unit(), 0.05);
+  EXPECT_EQ(reproduction_inner_product_error(3, InnerProductEstimator::debiased, 0.5)->value, 0.046);
+  EXPECT_EQ(reproduction_inner_product_error(4, InnerProductEstimator::prod, 0.0)->value, 0.053);
+  EXPECT_FALSE(reproduction_inner_product_error(4, InnerProductEstimator::prod, 0.3).has_value());
+  EXPECT_FALSE(reproduction_inner_product_error(5, InnerProductEstimator::prod, 0.0).has_value());
 }
 
 }  // namespace

@@ -245,7 +245,7 @@ TEST(CodebookTest, CacheReturnsOneCodebookToEveryThread) {
 // ---------------------------------------------------------------------------
 // Literature goldens
 
-TEST(CodebookTest, Beta128MatchesSeed001) {
+TEST(CodebookTest, Beta128MatchesThePublishedReproduction) {
   constexpr int d = 128;
   const double golden_d_mse[] = {0.3609, 0.1160, 0.0340, 0.0093};
   for (int bits = 1; bits <= 4; ++bits)

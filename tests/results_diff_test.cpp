@@ -19,6 +19,7 @@
 #include "sweep_test_util.h"
 #include "theory/codebook_export.h"
 #include "theory/verify_bounds.h"
+#include "theory/verify_bounds_json.h"
 
 namespace tqlab {
 namespace {
@@ -382,6 +383,53 @@ TEST(ResultsDiffTest, RealSweepResultsCompareEveryPerSeedPerLayerAndPerHeadValue
   EXPECT_EQ(head->status, DiffStatus::differs);
   ASSERT_EQ(head->detail_differences.size(), 1u);
   EXPECT_EQ(head->detail_differences[0].path, "per_head.attn_kl[layer=1][2]");
+}
+
+// Schema 1 wrote the published reproduction's values as seed001 / seed001_z and named its checks
+// seed001.*: such a file compares with one of schema 2, field by field, and a changed value shows.
+Json as_bounds_version1(const Json& value) {
+  if (value.is_object()) {
+    Json out = Json::object();
+    for (const auto& [key, member] : value.items()) {
+      std::string name = key == "reproduction" ? "seed001" : key == "reproduction_z" ? "seed001_z" : key;
+      if (key == "name" && member.is_string() && member.get<std::string>().starts_with("reproduction.")) {
+        out[name] = "seed001." + member.get<std::string>().substr(13);
+      } else if (key == "schema") {
+        out[name] = "tqlab.bounds/1";
+      } else {
+        out[name] = as_bounds_version1(member);
+      }
+    }
+    return out;
+  }
+  if (value.is_array()) {
+    Json out = Json::array();
+    for (const Json& element : value) out.push_back(as_bounds_version1(element));
+    return out;
+  }
+  return value;
+}
+
+TEST(ResultsDiffTest, BoundsSchemaOneComparesWithSchemaTwoAcrossTheRename) {
+  VerifyBoundsOptions options;
+  options.dims = {128};
+  options.bits = {2};
+  options.samples = options.inner_product_samples = 200;
+  options.rotation_samples = 0;
+  options.histogram_bins = 8;
+  const Json current = Json::parse(bounds_report_json(verify_bounds(options)).dump());
+  ASSERT_EQ(current["schema"], "tqlab.bounds/2");
+  Json old = as_bounds_version1(current);
+  ASSERT_EQ(old["schema"], "tqlab.bounds/1");
+  ASSERT_TRUE(old["rows"][0]["inner_products"][0]["biased"].contains("seed001"));
+  const DiffResult same = diff(old, current);
+  EXPECT_FALSE(same.differs()) << diff_text(same);
+  EXPECT_NE(find_quantity(same, "dim=128 bits=2", "inner_products[inner_product=0].biased.reproduction"), nullptr);
+  EXPECT_NE(find_quantity(same, "dim=128 bits=2", "checks[name=reproduction.d_mse].value"), nullptr);
+  old["rows"][0]["inner_products"][0]["biased"]["seed001_z"] = 99.0;
+  const DiffResult moved = diff(old, current);
+  EXPECT_TRUE(moved.differs());
+  EXPECT_NE(find_quantity(moved, "dim=128 bits=2", "inner_products[inner_product=0].biased.reproduction_z"), nullptr);
 }
 
 // Bounds documents from the real writer: rows by (dim, bits), checks by name, histograms joined.

@@ -430,7 +430,7 @@ TEST(SweepSeeds, EachSeedIsTheSweepOfThatSeedAloneAndTheSummaryIsTheirMeanAndStd
   EXPECT_GT(differing, 20);  // seeds change the rotations, hence the numbers
 }
 
-TEST(SweepSyntheticNeedleSlow, ReproducesSeed001) {
+TEST(SweepSyntheticNeedleSlow, ReproducesThePublishedReproduction) {
   // Seed 001, d = 128, 40 trials: exact needle weight ~0.74; biased MSE b=3 0.66 / 0.13,
   // debiased b=3 0.71 / 0.094, b=4 0.72 / 0.046 (weight / output error).
   constexpr int kTrials = 40;

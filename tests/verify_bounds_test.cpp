@@ -10,6 +10,7 @@
 
 #include "io_test_util.h"
 #include "theory/verify_bounds.h"
+#include "theory/verify_bounds_json.h"
 
 namespace tqlab {
 namespace {
@@ -61,24 +62,24 @@ TEST(VerifyBoundsRowTest, ShannonBoundIsNotAppliedAtTwoDimensions) {
   EXPECT_TRUE(row.ok);
 }
 
-TEST(VerifyBoundsRowTest, Dim128RowCarriesSeed001Checks) {
+TEST(VerifyBoundsRowTest, Dim128RowCarriesReproductionChecks) {
   const BoundsRow row = verify_bounds_row(128, 2, quick_options());
   EXPECT_NEAR(row.d_mse_theory, 0.1160, 5e-5);
   EXPECT_NEAR(row.ratio_to_lower_bound, 1.86, 5e-3);
-  for (const char* name : {"seed001.d_mse", "seed001.centroid0", "seed001.centroid1", "seed001.biased@0",
-                           "seed001.debiased@0.5", "seed001.prod@0.9", "theorem1.upper", "theorem1.lower",
+  for (const char* name : {"reproduction.d_mse", "reproduction.centroid0", "reproduction.centroid1", "reproduction.biased@0",
+                           "reproduction.debiased@0.5", "reproduction.prod@0.9", "theorem1.upper", "theorem1.lower",
                            "theorem2.bounds", "d_mse_empirical", "bias.prod@0.5", "prod_variance@0.9"}) {
     const BoundsCheck* check = find_check(row, name);
     ASSERT_NE(check, nullptr) << name;
     EXPECT_TRUE(check->ok) << name << ": " << check->value << " vs " << check->expected << ", z " << check->z;
   }
-  EXPECT_TRUE(std::isnan(find_check(row, "seed001.d_mse")->z));  // an exact check
+  EXPECT_TRUE(std::isnan(find_check(row, "reproduction.d_mse")->z));  // an exact check
   EXPECT_FALSE(std::isnan(find_check(row, "bias.prod@0.5")->z));
   EXPECT_TRUE(row.ok);
   // Other dims carry no seed-001 comparisons.
   const BoundsRow other = verify_bounds_row(64, 2, quick_options());
-  EXPECT_EQ(find_check(other, "seed001.d_mse"), nullptr);
-  EXPECT_FALSE(other.inner_products[0].estimators[0].seed001.has_value());
+  EXPECT_EQ(find_check(other, "reproduction.d_mse"), nullptr);
+  EXPECT_FALSE(other.inner_products[0].estimators[0].reproduction.has_value());
 }
 
 TEST(VerifyBoundsRowTest, HistogramsCountEverySample) {
@@ -158,13 +159,13 @@ TEST(VerifyBoundsRowTest, DeterministicForASeedAndDifferentAcrossSeeds) {
 
 // Seed 001's inner-product table (d = 128, b = 1..4, three estimators at
 // <y, x> = 0, 0.5, 0.9) by the direct path, each cell within Monte Carlo error.
-TEST(VerifyBoundsRowTest, DirectPathReproducesSeed001InnerProductTable) {
+TEST(VerifyBoundsRowTest, DirectPathReproducesThePublishedReproductionInnerProductTable) {
   const VerifyBoundsOptions options = quick_options(5000);
   int compared = 0;
   for (int bits = 1; bits <= 4; ++bits) {
     const BoundsRow row = verify_bounds_row(128, bits, options);
     for (const BoundsCheck& check : row.checks) {
-      if (!check.name.starts_with("seed001.")) continue;
+      if (!check.name.starts_with("reproduction.")) continue;
       ++compared;
       EXPECT_TRUE(check.ok) << "b=" << bits << " " << check.name << ": " << check.value << " vs " << check.expected
                             << ", z " << check.z;
@@ -189,7 +190,7 @@ TEST(VerifyBoundsTest, SmallRunPassesAndItsJsonCarriesEveryPart) {
   EXPECT_TRUE(report.failures().empty());
 
   const nlohmann::json json = bounds_report_json(report);
-  EXPECT_EQ(json["schema"], "tqlab.bounds/1");
+  EXPECT_EQ(json["schema"], "tqlab.bounds/2");
   EXPECT_EQ(json["all_ok"], true);
   ASSERT_EQ(json["rows"].size(), 4u);
   EXPECT_EQ(json["histograms"].size(), 4u * 3);

@@ -4,7 +4,7 @@
 usage: plot_results.py RESULTS.json... -o DIR [--dump TENSORS] [--dim D]
 
 Each input is a `tqlab sweep` results file (schema tqlab.sweep/1) or a
-`tqlab verify-bounds --json` file (tqlab.bounds/1); the figures written are:
+`tqlab verify-bounds --json` file (tqlab.bounds/2, or /1 as tqlab before 0.2 wrote it); the figures written are:
 
 From sweep results (all given files overlaid, one colour and line style per file,
 one marker per method -- the part of the K spec before ':'):
@@ -45,6 +45,8 @@ import sys
 # once the inputs have been read and checked, so that a bad input fails at once.
 plt = np = LogNorm = Line2D = None
 
+# verify-bounds documents: schema 2 renamed schema 1's seed001 fields (the plots read neither).
+BOUNDS_SCHEMAS = ("tqlab.bounds/2", "tqlab.bounds/1")
 DPI = 100
 WIDE = (8, 5)
 GRID = (10, 7.5)
@@ -75,9 +77,9 @@ def load(path):
         raise InputError(f"'{path}': cannot be read ({error.strerror})")
     except ValueError as error:
         raise InputError(f"'{path}': not valid JSON: {error}")
-    if not isinstance(document, dict) or document.get("schema") not in ("tqlab.sweep/1", "tqlab.bounds/1"):
+    if not isinstance(document, dict) or document.get("schema") not in ("tqlab.sweep/1", *BOUNDS_SCHEMAS):
         schema = document.get("schema") if isinstance(document, dict) else None
-        raise InputError(f"'{path}': schema {schema!r}, expected tqlab.sweep/1 or tqlab.bounds/1")
+        raise InputError(f"'{path}': schema {schema!r}, expected tqlab.sweep/1 or tqlab.bounds/2")
     return document
 
 
@@ -384,7 +386,7 @@ def main():
         documents = [(path, load(path)) for path in args.inputs]
         if args.dump and not args.dump.endswith(".safetensors"):
             raise InputError(f"'{args.dump}': --dump reads .safetensors files only")
-        dims = {path: chosen_dim(path, d, args.dim) for path, d in documents if d["schema"] == "tqlab.bounds/1"}
+        dims = {path: chosen_dim(path, d, args.dim) for path, d in documents if d["schema"] in BOUNDS_SCHEMAS}
         import_plotting()
         os.makedirs(args.out, exist_ok=True)
         sweeps = [(path, d) for path, d in documents if d["schema"] == "tqlab.sweep/1"]
@@ -397,7 +399,7 @@ def main():
                 if args.dump:
                     plot_norm_ratio(path, document, args.dump, args.out, written)
         for path, document in documents:
-            if document["schema"] != "tqlab.bounds/1":
+            if document["schema"] not in BOUNDS_SCHEMAS:
                 continue
             dim = dims[path]
             histogram_grid(path, document, dim, False, args.out, written)

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "theory/verify_bounds.h"
+#include "theory/verify_bounds_json.h"
 
 namespace tqlab::cli {
 namespace {
@@ -203,7 +204,7 @@ void setup_verify_bounds(CLI::App& app, int& exit_code) {
   command->add_option("--histogram-bins", bounds.histogram_bins, "Bins per inner-product error histogram")
       ->capture_default_str();
   command->add_option("--json", options->json_path,
-                      "Also write everything as JSON (schema tqlab.bounds/1) to this file; '-' prints the JSON "
+                      "Also write everything as JSON (schema tqlab.bounds/2) to this file; '-' prints the JSON "
                       "to stdout instead of the table");
   command->callback([options, &exit_code] { exit_code = run_verify_bounds(*options); });
 }

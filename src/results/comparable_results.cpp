@@ -323,6 +323,35 @@ ComparableDocument bounds_document(const Json& document, const std::string& path
   return out;
 }
 
+// Schema 1 named the published reproduction's values "seed001" (fields seed001 and
+// seed001_z, checks seed001.*); schema 2 calls them "reproduction". Renamed here, a
+// schema 1 file compares with a schema 2 file field by field.
+Json renamed_version1_fields(const Json& value) {
+  if (value.is_object()) {
+    Json out = Json::object();
+    for (const auto& [key, member] : value.items()) {
+      std::string name = key;
+      if (name == "seed001" || name == "seed001_z") name.replace(0, 7, "reproduction");
+      if (name == "name" && member.is_string() && member.get<std::string>().starts_with("seed001.")) {
+        out[name] = "reproduction." + member.get<std::string>().substr(8);
+        continue;
+      }
+      out[name] = renamed_version1_fields(member);
+    }
+    return out;
+  }
+  if (value.is_array()) {
+    Json out = Json::array();
+    for (const Json& element : value) out.push_back(renamed_version1_fields(element));
+    return out;
+  }
+  return value;
+}
+
+ComparableDocument bounds_version1_document(const Json& document, const std::string& path, bool include_timing) {
+  return bounds_document(renamed_version1_fields(document), path, include_timing);
+}
+
 ComparableDocument codebook_document(const Json& document, const std::string& path, bool include_timing) {
   ComparableDocument out{path, std::string(kCodebookSchema), "codebook", "document", {}, {}, {}};
   const Flattener flattener{include_timing, &out.context};
@@ -379,6 +408,7 @@ const std::vector<ComparableSchema>& comparable_schemas() {
   static const std::vector<ComparableSchema> schemas = {
       {kSweepSchema, "run", "id (k and v specs, window, sink) and seed list", sweep_document},
       {kBoundsSchema, "row", "dim and bits", bounds_document},
+      {kBoundsSchemaVersion1, "row", "dim and bits (compared as tqlab.bounds/2)", bounds_version1_document},
       {kCodebookSchema, "codebook", "dim, bits and distribution", codebook_document},
   };
   return schemas;

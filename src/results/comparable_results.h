@@ -9,7 +9,8 @@
 //                     error); per-seed, per-layer and per-head values, "se" and "std"
 //                     are the metric's details. Header: config (less its run list), data,
 //                     needle.
-//   tqlab.bounds/1    rows = "rows" and "histograms" entries, keyed by dim and bits.
+//   tqlab.bounds/2    rows = "rows" and "histograms" entries, keyed by dim and bits
+//                     (tqlab.bounds/1 is read as schema 2, its seed001 fields renamed).
 //   tqlab.codebook/1  rows = one per codebook, keyed by dim, bits and distribution.
 //
 // Generic rules, for everything a schema does not treat specially (so fields a

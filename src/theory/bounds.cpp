@@ -327,15 +327,15 @@ std::optional<PublishedConstantCheck> check_paper_prod_constant(int dim, int bit
 
 double PublishedValue::half_unit() const { return 0.5 * std::pow(10.0, -decimals); }
 
-std::optional<PublishedValue> seed001_d_mse(int bits) {
+std::optional<PublishedValue> reproduction_d_mse(int bits) {
   static constexpr PublishedValue kValues[] = {{0.3609, 4}, {0.1160, 4}, {0.0340, 4}, {0.0093, 4}};
   if (bits < 1 || bits > 4) return std::nullopt;
   return kValues[bits - 1];
 }
 
-std::array<PublishedValue, 2> seed001_two_bit_centroids() { return {PublishedValue{0.453, 3}, PublishedValue{1.51, 2}}; }
+std::array<PublishedValue, 2> reproduction_two_bit_centroids() { return {PublishedValue{0.453, 3}, PublishedValue{1.51, 2}}; }
 
-std::optional<PublishedValue> seed001_inner_product_error(int bits, InnerProductEstimator estimator,
+std::optional<PublishedValue> reproduction_inner_product_error(int bits, InnerProductEstimator estimator,
                                                           double inner_product) {
   // [bits − 1][estimator][⟨y, x⟩ = 0, 0.5, 0.9], as printed in seed 001.
   static constexpr PublishedValue kTable[4][3][3] = {

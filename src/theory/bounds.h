@@ -254,8 +254,8 @@ inline constexpr double kPublishedConstantTolerance = 0.05;
 std::optional<PublishedConstantCheck> check_paper_prod_constant(int dim, int bits);
 
 /// Seed 001's setting: d = 128 and 20,000 samples per cell.
-inline constexpr int kSeed001Dim = 128;
-inline constexpr std::int64_t kSeed001Samples = 20000;
+inline constexpr int kReproductionDim = 128;
+inline constexpr std::int64_t kReproductionSamples = 20000;
 
 /// A value printed in a table, with the number of decimals it was printed to.
 struct PublishedValue {
@@ -265,14 +265,14 @@ struct PublishedValue {
 };
 
 /// Seed 001's d · C(f, b) at d = 128 (0.3609, 0.1160, 0.0340, 0.0093), b = 1..4.
-std::optional<PublishedValue> seed001_d_mse(int bits);
+std::optional<PublishedValue> reproduction_d_mse(int bits);
 
 /// Seed 001's b = 2 centroids times √d at d = 128, the positive pair: 0.453, 1.51.
-std::array<PublishedValue, 2> seed001_two_bit_centroids();
+std::array<PublishedValue, 2> reproduction_two_bit_centroids();
 
 /// Seed 001's inner-product table at d = 128: d · E[(⟨y, x̃⟩ − ⟨y, x⟩)²] for
 /// b = 1..4, the three estimators and ⟨y, x⟩ = 0, 0.5, 0.9; nullopt elsewhere.
-std::optional<PublishedValue> seed001_inner_product_error(int bits, InnerProductEstimator estimator,
+std::optional<PublishedValue> reproduction_inner_product_error(int bits, InnerProductEstimator estimator,
                                                           double inner_product);
 
 }  // namespace tqlab

@@ -10,7 +10,6 @@
 #include <numbers>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -18,20 +17,12 @@
 #include "quant/codebook.h"
 #include "quant/registry.h"
 #include "quant/rotation.h"
-#include "results/results_document.h"
 #include "theory/structured_inputs.h"
-#include "tqlab_version.h"
 
 namespace tqlab {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-/// Tokens encoded per quantizer context in the real-rotation run: a fresh
-/// rotation per batch. A Haar matrix at d = 256 costs ~5 ms to build (twice per
-/// batch: encode and decode), so one per vector would dominate the run; the
-/// batch's vectors are i.i.d. uniform given the rotation, so nothing is lost.
-constexpr int kTokensPerRotation = 50;
 
 /// Exact comparisons allow for the last bits of double rounding.
 constexpr double kExactRelativeSlack = 1e-12;
@@ -63,9 +54,9 @@ BoundsCheck exact_check(std::string name, double value, double expected, bool ok
 // Seed 001's cell is itself a mean of 20,000 samples of the same quantity, so
 // its standard error is ours scaled by √(ours / 20,000); and it was printed
 // rounded, which may move it by up to half a unit of its last digit.
-double seed001_z_score(const Estimate& measured, const PublishedValue& published) {
+double reproduction_z_score(const Estimate& measured, const PublishedValue& published) {
   const double seed_error =
-      measured.standard_error * std::sqrt(static_cast<double>(measured.samples) / kSeed001Samples);
+      measured.standard_error * std::sqrt(static_cast<double>(measured.samples) / kReproductionSamples);
   const double combined = std::hypot(measured.standard_error, seed_error);
   const double difference = measured.mean - published.value;
   const double beyond_rounding = std::max(0.0, std::fabs(difference) - published.half_unit());
@@ -114,10 +105,10 @@ void fill_theory(BoundsRow& row) {
       row.prod_formula * slack >= row.prod_lower_bound && row.prod_formula <= row.prod_upper_bound * slack,
       fmt::format("4^-b = {:.6g} <= (pi/2)*D_mse(b-1) <= sqrt(3)*pi^2*4^-b", row.prod_lower_bound)));
 
-  if (dim == kSeed001Dim) {
-    if (const auto published = seed001_d_mse(bits)) {
+  if (dim == kReproductionDim) {
+    if (const auto published = reproduction_d_mse(bits)) {
       const double gap = std::fabs(row.d_mse_theory - published->value);
-      row.checks.push_back(exact_check("seed001.d_mse", row.d_mse_theory, published->value,
+      row.checks.push_back(exact_check("reproduction.d_mse", row.d_mse_theory, published->value,
                                        gap <= published->half_unit() * slack,
                                        fmt::format("seed 001's d*C(f,b) at d = 128, to {} decimals",
                                                    published->decimals)));
@@ -126,11 +117,11 @@ void fill_theory(BoundsRow& row) {
       // The printed ±0.453/√d, ±1.51/√d are the paper's large-d (Gaussian) values,
       // 0.4528 and 1.510; the exact marginal at d = 128 puts the inner one at 0.4525.
       // So they are held to one unit of their last digit, not half of one.
-      const auto published = seed001_two_bit_centroids();
+      const auto published = reproduction_two_bit_centroids();
       const double root_dim = std::sqrt(static_cast<double>(dim));
       for (std::size_t i = 0; i < published.size(); ++i) {
         const double scaled = row.centroids[2 + i] * root_dim;
-        row.checks.push_back(exact_check(fmt::format("seed001.centroid{}", i), scaled, published[i].value,
+        row.checks.push_back(exact_check(fmt::format("reproduction.centroid{}", i), scaled, published[i].value,
                                          std::fabs(scaled - published[i].value) <= 2 * published[i].half_unit() * slack,
                                          "seed 001's b = 2 centroid times sqrt(d), to one unit of its last digit"));
       }
@@ -258,13 +249,13 @@ void measure_inner_products(BoundsRow& row, const VerifyBoundsOptions& options) 
                                    options.tolerance_z,
                                    estimator == InnerProductEstimator::biased ? "mean error vs (alpha - 1)*<y,x>"
                                                                               : "mean error vs 0 (unbiased)"));
-      cell.seed001 = row.dim == kSeed001Dim ? seed001_inner_product_error(row.bits, estimator, inner_product)
+      cell.reproduction = row.dim == kReproductionDim ? reproduction_inner_product_error(row.bits, estimator, inner_product)
                                             : std::nullopt;
-      cell.seed001_z = kNaN;
-      if (cell.seed001) {
-        cell.seed001_z = seed001_z_score(cell.scaled_squared_error, *cell.seed001);
-        row.checks.push_back(z_check(check_name("seed001", name, inner_product), cell.scaled_squared_error.mean, cell.seed001->value,
-                                     cell.seed001_z, options.tolerance_z,
+      cell.reproduction_z = kNaN;
+      if (cell.reproduction) {
+        cell.reproduction_z = reproduction_z_score(cell.scaled_squared_error, *cell.reproduction);
+        row.checks.push_back(z_check(check_name("reproduction", name, inner_product), cell.scaled_squared_error.mean, cell.reproduction->value,
+                                     cell.reproduction_z, options.tolerance_z,
                                      "d*E[err^2] vs seed 001's table (its Monte Carlo error and rounding granted)"));
       }
     }
@@ -298,106 +289,6 @@ void measure_inner_products(BoundsRow& row, const VerifyBoundsOptions& options) 
     }
     row.histograms.push_back(std::move(histograms));
   }
-}
-
-// JSON has no NaN or infinity: exact checks' z (NaN) and absent values are null.
-nlohmann::json number_or_null(double value) {
-  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
-}
-
-nlohmann::json estimate_json(const Estimate& estimate) {
-  return {{"mean", estimate.mean}, {"standard_error", estimate.standard_error}, {"samples", estimate.samples}};
-}
-
-nlohmann::json optional_json(const std::optional<double>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
-}
-
-nlohmann::json histogram_counts_json(const Histogram& histogram) {
-  return {{"counts", histogram.counts()}, {"below", histogram.below()}, {"above", histogram.above()}};
-}
-
-nlohmann::json row_json(const BoundsRow& row, double tolerance_z) {
-  nlohmann::json out;
-  out["dim"] = row.dim;
-  out["bits"] = row.bits;
-  out["centroids"] = row.centroids;
-  out["d_mse_theory"] = row.d_mse_theory;
-  out["d_mse_empirical"] = estimate_json(row.d_mse_empirical);
-  out["d_mse_empirical"]["z"] = number_or_null(row.d_mse_z);
-  // The interval the check accepts the theory in: mean ± tolerance_z standard errors.
-  out["d_mse_empirical"]["interval"] = {row.d_mse_empirical.mean - tolerance_z * row.d_mse_empirical.standard_error,
-                                        row.d_mse_empirical.mean + tolerance_z * row.d_mse_empirical.standard_error};
-  out["d_mse_rotations"] = nlohmann::json::array();
-  for (const RotationDistortion& rotation : row.rotations) {
-    nlohmann::json entry = estimate_json(rotation.d_mse);
-    entry["rotation"] = rotation.rotation;
-    entry["spec"] = rotation.spec;
-    entry["z"] = number_or_null(rotation.z);
-    out["d_mse_rotations"].push_back(entry);
-  }
-  out["one_hot"] = nlohmann::json::array();
-  for (const OneHotDeviation& result : row.one_hot) {
-    out["one_hot"].push_back({{"rotation", result.rotation},
-                              {"spec", result.spec},
-                              {"seeds", result.seeds},
-                              {"d_mse", estimate_json(result.d_mse)},
-                              {"d_mse_z", number_or_null(result.d_mse_z)},
-                              {"d_mse_predicted", optional_json(result.d_mse_predicted)},
-                              {"debiased_inner_product", estimate_json(result.debiased_inner_product)},
-                              {"debiased_inner_product_z", number_or_null(result.debiased_inner_product_z)}});
-  }
-  out["theorem1"] = {{"upper_bound", row.upper_bound},
-                     {"lower_bound", row.lower_bound},
-                     {"lower_bound_applies", row.lower_bound_applies},
-                     {"ratio_to_lower_bound", row.ratio_to_lower_bound},
-                     {"paper", optional_json(row.paper_d_mse)}};
-  nlohmann::json theorem2 = {{"units", "d * D_prod = d * E[(<y,x~> - <y,x>)^2], unit y"},
-                             {"projections", row.projections},
-                             {"d_mse_bits_minus_1", row.d_mse_bits_minus_1},
-                             {"formula", row.prod_formula},
-                             {"upper_bound", row.prod_upper_bound},
-                             {"lower_bound", row.prod_lower_bound},
-                             {"paper", nullptr},
-                             {"paper_relative_difference", nullptr},
-                             {"paper_disagrees", false}};
-  if (row.paper_prod) {
-    theorem2["paper"] = row.paper_prod->published;
-    theorem2["paper_relative_difference"] = row.paper_prod->relative_difference;
-    theorem2["paper_disagrees"] = row.paper_prod->disagrees;
-  }
-  out["theorem2"] = theorem2;
-  out["inner_products"] = nlohmann::json::array();
-  for (const InnerProductResult& result : row.inner_products) {
-    nlohmann::json entry;
-    entry["inner_product"] = result.inner_product;
-    for (InnerProductEstimator estimator : kInnerProductEstimators) {
-      const EstimatorResult& cell = result.estimators[static_cast<std::size_t>(estimator)];
-      nlohmann::json json_cell = {{"bias", estimate_json(cell.error)},
-                                  {"expected_bias", cell.expected_bias},
-                                  {"bias_z", number_or_null(cell.bias_z)},
-                                  {"scaled_mse", estimate_json(cell.scaled_squared_error)},
-                                  {"seed001", cell.seed001 ? nlohmann::json(cell.seed001->value) : nlohmann::json()},
-                                  {"seed001_z", number_or_null(cell.seed001_z)}};
-      entry[std::string(inner_product_estimator_name(estimator))] = json_cell;
-    }
-    entry["prod"]["predicted"] = result.prod_predicted;
-    entry["prod"]["predicted_z"] = number_or_null(result.prod_z);
-    entry["prod"]["residual_norm2"] = estimate_json(result.residual_norm2);
-    entry["prod"]["scaled_y_dot_residual2"] = estimate_json(result.scaled_y_dot_residual2);
-    out["inner_products"].push_back(entry);
-  }
-  out["checks"] = nlohmann::json::array();
-  for (const BoundsCheck& check : row.checks) {
-    out["checks"].push_back({{"name", check.name},
-                             {"value", check.value},
-                             {"expected", check.expected},
-                             {"z", number_or_null(check.z)},
-                             {"ok", check.ok},
-                             {"detail", check.detail}});
-  }
-  out["ok"] = row.ok;
-  return out;
 }
 
 }  // namespace
@@ -488,63 +379,6 @@ std::vector<std::string> BoundsReport::failures() const {
     }
   }
   return lines;
-}
-
-nlohmann::json bounds_report_json(const BoundsReport& report) {
-  const VerifyBoundsOptions& options = report.options;
-  nlohmann::json out;
-  out["schema"] = kBoundsSchema;
-  out["tqlab_version"] = TQLAB_VERSION;
-  out["git_commit"] = TQLAB_GIT_COMMIT;
-  out["settings"] = {{"dims", options.dims},
-                     {"bits", options.bits},
-                     {"samples", options.samples},
-                     {"inner_product_samples", options.inner_product_samples},
-                     {"rotation_samples", options.rotation_samples},
-                     {"rotation_tokens_per_seed", kTokensPerRotation},
-                     {"inner_products", options.inner_products},
-                     {"seed", options.seed},
-                     {"tolerance_z", options.tolerance_z},
-                     {"histogram_bins", options.histogram_bins},
-                     {"projections", "d"},
-                     {"codebook", "beta"}};
-  out["rows"] = nlohmann::json::array();
-  out["histograms"] = nlohmann::json::array();
-  for (const BoundsRow& row : report.rows) {
-    out["rows"].push_back(row_json(row, options.tolerance_z));
-    for (const EstimatorHistograms& histograms : row.histograms) {
-      nlohmann::json entry = {{"dim", row.dim},
-                              {"bits", row.bits},
-                              {"estimator", inner_product_estimator_name(histograms.estimator)},
-                              {"unit", "<y,x~> - <y,x> for unit x, y"},
-                              {"lo", histograms.overall.lo()},
-                              {"hi", histograms.overall.hi()},
-                              {"bins", histograms.overall.bins()},
-                              {"overall", histogram_counts_json(histograms.overall)},
-                              {"by_inner_product", nlohmann::json::array()}};
-      for (std::size_t group = 0; group < histograms.by_inner_product.size(); ++group) {
-        nlohmann::json counts = histogram_counts_json(histograms.by_inner_product[group]);
-        counts["inner_product"] = options.inner_products[group];
-        entry["by_inner_product"].push_back(counts);
-      }
-      out["histograms"].push_back(entry);
-    }
-  }
-  const std::vector<std::string> failures = report.failures();
-  double largest_z = 0;
-  for (const BoundsRow& row : report.rows) {
-    for (const BoundsCheck& check : row.checks) {
-      if (!std::isnan(check.z)) largest_z = std::max(largest_z, std::fabs(check.z));
-    }
-  }
-  out["summary"] = {{"rows", report.rows.size()},
-                    {"checks", report.check_count()},
-                    {"failed", failures.size()},
-                    {"failures", failures},
-                    {"largest_abs_z", number_or_null(largest_z)}};
-  out["timing"] = {{"seconds", report.seconds}};
-  out["all_ok"] = report.all_ok;
-  return out;
 }
 
 }  // namespace tqlab

@@ -32,11 +32,15 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "theory/bounds.h"
 
 namespace tqlab {
+
+/// Tokens encoded per quantizer context in the real-rotation run: a fresh
+/// rotation per batch. A Haar matrix at d = 256 costs ~5 ms to build (twice per
+/// batch: encode and decode), so one per vector would dominate the run; the
+/// batch's vectors are i.i.d. uniform given the rotation, so nothing is lost.
+inline constexpr int kTokensPerRotation = 50;
 
 struct VerifyBoundsOptions {
   std::vector<int> dims = {64, 128, 256};    ///< each 2..4096
@@ -95,11 +99,11 @@ struct EstimatorResult {
   Estimate scaled_squared_error;  ///< d · err²
   double expected_bias = 0;       ///< biased: (α − 1)·⟨y, x⟩; debiased and prod: 0
   double bias_z = 0;
-  std::optional<PublishedValue> seed001;  ///< seed 001's d · E[err²] (d = 128, its ⟨y, x⟩ only)
+  std::optional<PublishedValue> reproduction;  ///< seed 001's d · E[err²] (d = 128, its ⟨y, x⟩ only)
   /// (measured − published) in standard errors of the difference of two Monte
   /// Carlo means (ours and seed 001's 20,000 samples), after the published
-  /// rounding (half a unit in its last digit) is granted. NaN without seed001.
-  double seed001_z = 0;
+  /// rounding (half a unit in its last digit) is granted. NaN without reproduction.
+  double reproduction_z = 0;
 };
 
 struct InnerProductResult {
@@ -170,9 +174,5 @@ BoundsRow verify_bounds_row(int dim, int bits, const VerifyBoundsOptions& option
 
 /// Validates the options and computes every row (dims outer, bits inner).
 BoundsReport verify_bounds(const VerifyBoundsOptions& options);
-
-/// The report as JSON, schema tqlab.bounds/1: settings, rows (every number above,
-/// each check with its z), histograms, summary and all_ok.
-nlohmann::json bounds_report_json(const BoundsReport& report);
 
 }  // namespace tqlab

@@ -105,7 +105,7 @@ echo '{"schema": ' >broken.json
 expect_exit 2 "invalid JSON" -- "$TQLAB" diff broken.json a.json
 expect_error_line "broken.json" "not valid JSON"
 expect_exit 2 "two schemas" -- "$TQLAB" diff a.json bounds.json
-expect_error_line "a.json" "bounds.json" "tqlab.sweep/1" "tqlab.bounds/1"
+expect_error_line "a.json" "bounds.json" "tqlab.sweep/1" "tqlab.bounds/2"
 echo '{"schema": "tqlab.other/3"}' >other.json
 expect_exit 2 "unknown schema" -- "$TQLAB" diff other.json other.json
 expect_error_line "other.json" "tqlab.other/3"
@@ -149,7 +149,7 @@ PY
 expect_exit 2 "report: unknown metric" -- "$TQLAB" report a.json --metrics bits_kv,attn_kll
 expect_error_line "a.json" "attn_kll"
 expect_exit 2 "report: bounds file" -- "$TQLAB" report bounds.json
-expect_error_line "bounds.json" "tqlab.bounds/1" "tqlab.sweep/1"
+expect_error_line "bounds.json" "tqlab.bounds/2" "tqlab.sweep/1"
 expect_exit 2 "report: bad format" -- "$TQLAB" report a.json --format tex
 expect_error_line "--format" "tex"
 expect_exit 2 "report: missing file" -- "$TQLAB" report none.json

@@ -9,12 +9,12 @@ expect_exit 0 "small run" -- "$TQLAB" verify-bounds "${small[@]}" --json bounds.
 expect_contains out.txt "Theorem 1" "Theorem 2" "biased" "debiased" "prod" "0 failed" "ERRATUM" "Structured inputs" \
   "note: Theorem 2's published constant 0.047 at b = 4 disagrees"
 [ "$(grep -cE '^ +(16|128) +[14] ' out.txt)" -ge 4 ] || fail "the table lacks the 4 (dim, bits) rows"
-expect_contains bounds.json '"schema": "tqlab.bounds/1"' '"all_ok": true'
+expect_contains bounds.json '"schema": "tqlab.bounds/2"' '"all_ok": true'
 if [ "$have_python" = 1 ]; then
   /usr/bin/python3 - bounds.json <<'PY' || fail "verify-bounds JSON lacks what the plots and seed 001 need"
 import json, math, sys
 doc = json.load(open(sys.argv[1]))
-assert doc["schema"] == "tqlab.bounds/1" and doc["all_ok"] is True
+assert doc["schema"] == "tqlab.bounds/2" and doc["all_ok"] is True
 rows = {(r["dim"], r["bits"]): r for r in doc["rows"]}
 assert sorted(rows) == [(16, 1), (16, 4), (128, 1), (128, 4)], sorted(rows)
 for (dim, bits), r in rows.items():
@@ -30,15 +30,15 @@ for (dim, bits), r in rows.items():
     assert [c["inner_product"] for c in r["inner_products"]] == [0, 0.5, 0.9]
     for cell in r["inner_products"]:
         for name in ("biased", "debiased", "prod"):
-            assert {"bias", "bias_z", "scaled_mse", "seed001", "seed001_z"} <= cell[name].keys()
+            assert {"bias", "bias_z", "scaled_mse", "reproduction", "reproduction_z"} <= cell[name].keys()
         assert "predicted" in cell["prod"]
     for check in r["checks"]:
         assert check["z"] is None or abs(check["z"]) <= 4, check
 # Seed 001's columns at d = 128: D_mse 0.3609 / 0.0093 and the inner-product table.
 assert abs(rows[(128, 1)]["d_mse_theory"] - 0.3609) < 5e-5 and abs(rows[(128, 4)]["d_mse_theory"] - 0.0093) < 5e-5
 cell = rows[(128, 1)]["inner_products"][2]
-assert cell["biased"]["seed001"] == 13.6 and cell["debiased"]["seed001"] == 0.16 and cell["prod"]["seed001"] == 0.76
-assert rows[(16, 1)]["inner_products"][0]["biased"]["seed001"] is None
+assert cell["biased"]["reproduction"] == 13.6 and cell["debiased"]["reproduction"] == 0.16 and cell["prod"]["reproduction"] == 0.76
+assert rows[(16, 1)]["inner_products"][0]["biased"]["reproduction"] is None
 # Theorem 2's erratum: at b = 4 the formula gives 0.0534, the paper 0.047.
 t2 = rows[(128, 4)]["theorem2"]
 assert t2["paper"] == 0.047 and t2["paper_disagrees"] is True and abs(t2["formula"] - 0.0534) < 5e-5, t2
