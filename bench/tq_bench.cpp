@@ -1,7 +1,7 @@
 // Quantizer throughput on one thread, in vectors per second (items_per_second)
 // and ns per vector: encode (quantize + pack), decode (unpack + dequantize)
 // and the round trip of both, for one (layer, head) tensor of 4096 tokens at
-// head dim 128, as a sweep hands them to a quantizer. DESIGN.md's target:
+// head dim 128, as a sweep hands them to a quantizer. The target (docs/PERFORMANCE.md):
 // tq:b=4 round trip >= 3 M vectors/s. The ceiling is a copy of the same
 // tensor (BM_CopyCeiling). Results: docs/PERFORMANCE.md.
 // Run: ./build/bench/tqlab_bench --benchmark_filter='Quant|Copy|TqKernel'
@@ -153,7 +153,7 @@ BENCHMARK_CAPTURE(BM_QuantRoundTrip, tq_b8, std::string("tq:b=8"));
 BENCHMARK_CAPTURE(BM_QuantRoundTrip, tq_b4_block32, std::string("tq:b=4,block=32"));
 BENCHMARK_CAPTURE(BM_QuantRoundTrip, tq_b4_haar, std::string("tq:b=4,rot=haar"));
 BENCHMARK_CAPTURE(BM_QuantRoundTrip, tq_b4_qjl_prod, std::string("tq:b=4,qjl=prod"));
-// Issue 10's QJL target: >= 1 M vectors/s round trip on one thread.
+// The QJL target (docs/PERFORMANCE.md): >= 1 M vectors/s round trip on one thread.
 BENCHMARK_CAPTURE(BM_QuantRoundTrip, tq_b3_qjl_prod, std::string("tq:b=3,qjl=prod"));
 BENCHMARK_CAPTURE(BM_QuantEncode, tq_b3_qjl_prod, std::string("tq:b=3,qjl=prod"));
 BENCHMARK_CAPTURE(BM_QuantDecode, tq_b3_qjl_prod, std::string("tq:b=3,qjl=prod"));

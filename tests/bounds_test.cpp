@@ -1,7 +1,7 @@
 // The Monte Carlo machinery behind `tqlab verify-bounds` (src/theory/bounds.h):
 // statistics, histograms, samplers, the fast QJL draw against the sketch's
 // explicit matrix, the estimators' (un)biasedness, and TurboQuant's constants
-// with the erratum (seed 001; arXiv:2504.19874).
+// with the erratum (the numpy reproduction; arXiv:2504.19874).
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -221,7 +221,7 @@ TEST(InnerProductSamplerTest, DebiasedAndProdAreUnbiasedWhileBiasedShrinksByAlph
 }
 
 TEST(InnerProductSamplerTest, OneBitProdIsThePureSketchOfX) {
-  // b = 1: no MSE stage, r = x, so |r|² = 1 and <y, r> = <y, x>; seed 001's
+  // b = 1: no MSE stage, r = x, so |r|² = 1 and <y, r> = <y, x>; the numpy reproduction's
   // 1-bit column: d·E[err²] = π/2 − <y,x>² at m = d.
   const int dim = 64;
   InnerProductSampler sampler(dim, 1, dim);
@@ -261,7 +261,7 @@ TEST(TheoremConstantsTest, BoundsAsPublished) {
 }
 
 TEST(TheoremConstantsTest, Theorem2ErratumIsFlaggedAtFourBitsOnly) {
-  // Seed 001: (π/2)·D_mse(3) = (π/2)·0.0340 = 0.0534 at d = 128, but the paper lists 0.047.
+  // The numpy reproduction: (π/2)·D_mse(3) = (π/2)·0.0340 = 0.0534 at d = 128, but the paper lists 0.047.
   const auto four = check_paper_prod_constant(128, 4);
   ASSERT_TRUE(four.has_value());
   EXPECT_NEAR(four->formula, 0.0534, 5e-5);

@@ -64,7 +64,7 @@ TEST(CodebookExportTest, JsonHoldsTheCodebooksDoublesExactly) {
   EXPECT_EQ(json["boundaries"].get<std::vector<double>>(), codebook.boundaries);
   EXPECT_EQ(json["mse_per_coord"].get<double>(), codebook.mse_per_coord);
   EXPECT_EQ(json["d_mse"].get<double>(), 128 * codebook.mse_per_coord);
-  EXPECT_NEAR(json["d_mse"].get<double>(), 0.1160, 5e-5);  // seed 001
+  EXPECT_NEAR(json["d_mse"].get<double>(), 0.1160, 5e-5);  // the numpy reproduction
   EXPECT_EQ(json["alpha"].get<double>(), codebook.alpha);
 }
 

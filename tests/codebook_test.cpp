@@ -1,4 +1,4 @@
-// Lloyd–Max codebooks (src/quant/codebook.h): literature goldens (seed 001,
+// Lloyd–Max codebooks (src/quant/codebook.h): literature goldens (the numpy reproduction,
 // Max 1960), TurboQuant's Theorem 1 bounds, and the optimality conditions
 // checked against a reference written independently here: composite Simpson
 // quadrature of the densities (the library uses incomplete beta functions,
@@ -378,7 +378,7 @@ TEST(CodebookTest, MseAndAlphaAgreeWithQuadrature) {
 }
 
 TEST(CodebookTest, AlphaIsOneMinusDistortionForLloydMax) {
-  // Centroid condition ⇒ E⟨u − Q(u), Q(u)⟩ = 0 ⇒ E⟨Q(u), u⟩ = 1 − D_mse (seed 001).
+  // Centroid condition ⇒ E⟨u − Q(u), Q(u)⟩ = 0 ⇒ E⟨Q(u), u⟩ = 1 − D_mse (the numpy reproduction, docs/SOURCES.md).
   for (int d : kPropertyDims) {
     for (int bits = 1; bits <= kMaxBits; ++bits) {
       const Codebook& codebook = lloyd_max_codebook(d, bits, Dist::beta);
@@ -515,7 +515,7 @@ TEST(CodebookTest, AgreesWithPlainLloydIteration) {
   }
 }
 
-// Seed 004's "closed-form Lloyd–Max via erfinv": thresholds at the quantiles
+// FlashQuant's "closed-form Lloyd–Max via erfinv": thresholds at the quantiles
 // σ√2·erfinv(2i/L − 1), levels at the conditional means. That is quantile
 // quantization; Lloyd–Max beats it at every b >= 2 (they coincide at b = 1).
 TEST(CodebookTest, QuantileQuantizationIsNotLloydMax) {

@@ -1,4 +1,4 @@
-// Decoders do not trust their bytes (issue 7): for every registry example spec
+// Decoders do not trust their bytes: for every registry example spec
 // on a few shapes, the encoded bytes are mutated (byte flips at seeded
 // positions, truncation, extension) and decode must either throw InputError
 // or return finite values: never crash, write out of bounds, or return NaN or

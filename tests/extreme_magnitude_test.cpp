@@ -1,4 +1,4 @@
-// Every registered quantizer on rows at the ends of the float range (issue 7):
+// Every registered quantizer on rows at the ends of the float range:
 // rows of subnormals (a row of 1e-40 has a subnormal norm, whose reciprocal
 // overflows), rows of +-FLT_MAX/sqrt(D) (a norm at FLT_MAX), and rows of mixed
 // magnitudes. Looped over every example spec of quantizer_methods(), so a new

@@ -1,4 +1,4 @@
-// Rotations on structured inputs (docs/ROTATIONS.md; issue 7): one-hot keys,
+// Rotations on structured inputs (docs/ROTATIONS.md): one-hot keys,
 // outlier-heavy synthetic keys and real keys through the real quantizer
 // (norm=fp32, so that only the rotation and codebook act) under haar,
 // hadamard and hadamard2. What is measured (theory/structured_inputs.h):

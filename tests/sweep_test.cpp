@@ -1,4 +1,4 @@
-// The sweep against a direct computation of every metric from DESIGN.md's
+// The sweep against a direct computation of every metric from docs/SWEEP.md's
 // definitions on small dumps (GQA, causal and bidirectional, both window modes,
 // sinks, chunks that do not divide the tokens), plus determinism across thread
 // counts and seeds as replicates.
@@ -431,7 +431,7 @@ TEST(SweepSeeds, EachSeedIsTheSweepOfThatSeedAloneAndTheSummaryIsTheirMeanAndStd
 }
 
 TEST(SweepSyntheticNeedleSlow, ReproducesThePublishedReproduction) {
-  // Seed 001, d = 128, 40 trials: exact needle weight ~0.74; biased MSE b=3 0.66 / 0.13,
+  // The numpy reproduction, d = 128, 40 trials: exact needle weight ~0.74; biased MSE b=3 0.66 / 0.13,
   // debiased b=3 0.71 / 0.094, b=4 0.72 / 0.046 (weight / output error).
   constexpr int kTrials = 40;
   const std::vector<std::string> specs{"fp32", "tq:b=3,rot=haar", "tq:b=3,rot=haar,debias", "tq:b=4,rot=haar"};

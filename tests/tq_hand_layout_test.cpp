@@ -1,4 +1,4 @@
-// tq's packed layout checked against bytes written by hand (issue 7): the
+// tq's packed layout checked against bytes written by hand: the
 // pinned-layout goldens were recorded from the implementation itself; these
 // are derived on paper from the layout documented in src/quant/tq_layout.h
 // and the codebook levels, with rot=none and norm=fp32 so that every step is

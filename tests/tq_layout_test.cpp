@@ -63,7 +63,7 @@ TEST(TqLayoutTest, HeadDimsThatAreNotPowersOfTwoWork) {
 }
 
 TEST(TqLayoutTest, SmallerBlocksCostBitsAndBuyAccuracyOnOutlierKeys) {
-  // Seed 000: a norm per 32-value block isolates the outlier channels' energy.
+  // The perplexity study: a norm per 32-value block isolates the outlier channels' energy.
   const auto x = keys_with_outlier_channels(512, 128, 2);
   EXPECT_LT(relative_mse("tq:b=3,block=32", 512, 128, x), relative_mse("tq:b=3", 512, 128, x));
 }

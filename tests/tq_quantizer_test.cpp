@@ -1,5 +1,5 @@
 // The tq quantizer: spec strings, packed sizes, round trips, and the
-// mathematics it must obey (TurboQuant Theorems 1-2, seed 001).
+// mathematics it must obey (TurboQuant Theorems 1-2, the numpy reproduction).
 #include <array>
 #include <cmath>
 #include <numbers>
@@ -188,7 +188,7 @@ TEST(TqMathTest, ProdAndDebiasAreUnbiasedWhilePlainShrinksByAlpha) {
 }
 
 // d * E[err^2] of the biased, debiased and prod estimators at d = 128,
-// b = 1..4, <y, x> = 0, 0.5, 0.9 (seed 001's table), measured through the real
+// b = 1..4, <y, x> = 0, 0.5, 0.9 (the numpy reproduction's table), measured through the real
 // quantizer, against the codebook-derived prediction: the same estimators in
 // the rotated frame (theory/bounds.h, InnerProductSampler: a uniformly random
 // pair quantized with the codebooks, exact in distribution for a Haar
@@ -263,7 +263,7 @@ namespace tqlab {
 namespace {
 
 // check_dim is complete: wherever it accepts a head dim, encode succeeds on
-// finite data (issue 7: at D = 8192, outliers=32@3 passed check_dim, then
+// finite data (at D = 8192, outliers=32@3 passed check_dim, then
 // encode failed naming rot=haar). Every tq example spec and variants that
 // stress the dim checks, over dims from 1 to past the largest codebook.
 // Dims above 256 are chosen so that no accepted spec builds a Haar matrix

@@ -1,5 +1,5 @@
 // `tqlab verify-bounds` rows and runs (src/theory/verify_bounds.h): small-d
-// goldens, where the Shannon bound applies, seed 001's checks at d = 128, the
+// goldens, where the Shannon bound applies, the numpy reproduction's checks at d = 128, the
 // real rotations, histograms, determinism, JSON, failures and bad options.
 #include <cmath>
 #include <string>
@@ -38,7 +38,7 @@ const BoundsCheck* find_check(const BoundsRow& row, const std::string& name) {
 
 TEST(VerifyBoundsRowTest, SmallDimensionGoldens) {
   // d = 3: the coordinate is uniform on [−1, 1], Lloyd–Max is uniform, D = 4^−b exactly.
-  // d = 8: 0.3224, 0.0948, 0.0261, 0.0069 (seed 001's small-d check).
+  // d = 8: 0.3224, 0.0948, 0.0261, 0.0069 (the numpy reproduction's small-d check).
   const double golden_d8[] = {0.3224, 0.0948, 0.0261, 0.0069};
   const VerifyBoundsOptions options = quick_options();
   for (int bits = 1; bits <= 4; ++bits) {
@@ -157,7 +157,7 @@ TEST(VerifyBoundsRowTest, DeterministicForASeedAndDifferentAcrossSeeds) {
   EXPECT_NE(a.d_mse_empirical.mean, c.d_mse_empirical.mean);
 }
 
-// Seed 001's inner-product table (d = 128, b = 1..4, three estimators at
+// The numpy reproduction's inner-product table (d = 128, b = 1..4, three estimators at
 // <y, x> = 0, 0.5, 0.9) by the direct path, each cell within Monte Carlo error.
 TEST(VerifyBoundsRowTest, DirectPathReproducesThePublishedReproductionInnerProductTable) {
   const VerifyBoundsOptions options = quick_options(5000);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every performance figure of issue 10 in one run, side by side, as one table of figures and ratios:
+# Every performance figure of docs/PERFORMANCE.md in one run, side by side, as one table of figures and ratios:
 #   kernels    tq:b=4 and tq:b=3,qjl=prod encode / decode / round trip (bench/tq_bench.cpp), one thread
 #   probe      a hand-tuned single-configuration AVX2 kernel (tq:b=4, D = 128), built here with
 #              -O3 -march=native and its clock switched to thread CPU time (tools/bench/thread_cpu_clock.h);

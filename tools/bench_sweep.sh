@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sweep end to end (issue 10, item 5), on a synthetic dump of 4 layers x 8 KV heads x 32 query
+# The sweep end to end (docs/PERFORMANCE.md#the-sweep-end-to-end), on a synthetic dump of 4 layers x 8 KV heads x 32 query
 # heads x 2048 tokens x D = 128 (fp16; 65536 key vectors) with 8 runs (keys tq:b=2/3/4 and
 # tq:b=4,rot=haar x values tq:b=3/4; reconstruction, attention, needle):
 #   - seconds per run per million key vectors, with --threads 1 and --threads 2, and their ratio;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes valid KV dumps whose shapes, values or names are extreme (issue 11's hostile list).
+"""Writes valid KV dumps whose shapes, values or names are extreme (docs/RELIABILITY.md's hostile list).
 
     /usr/bin/python3 tools/make_hostile_inputs.py DIR
 

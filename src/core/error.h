@@ -15,7 +15,7 @@
 
 namespace tqlab {
 
-/// Exit codes of every command (DESIGN.md; 3 documented in `tqlab --help` and README).
+/// Exit codes of every command (docs/REFERENCE.md#running-tqlab; also in `tqlab --help`).
 enum ExitCode : int {
   kExitOk = 0,            ///< success / no difference
   kExitDifference = 1,    ///< checked and found a difference or violation

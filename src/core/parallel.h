@@ -1,8 +1,8 @@
 // Deterministic parallelism: one parallel_for that every multi-threaded job
 // uses, and the BLAS thread policy, in one place.
 //
-// Results must not depend on the thread count (DESIGN.md: "identical results
-// whatever --threads"). parallel_for therefore only hands out item indices;
+// Results must not depend on the thread count (docs/SWEEP.md#how-the-work-is-done:
+// the same bytes for any thread count). parallel_for therefore only hands out item indices;
 // each item writes its own partial results, and the caller reduces them in
 // item order afterwards. Errors are reported as if the items had run one by
 // one in order: the error of the lowest failing item wins, whichever thread

@@ -1,6 +1,6 @@
 // Deterministic randomness for every random object in tqlab.
 //
-// DESIGN.md: every random object (Hadamard signs, Haar matrix, QJL projection)
+// Every random object (Hadamard signs, Haar matrix, QJL projection)
 // takes its seed from derive_seed(run seed, role, layer, kv head, block index),
 // and Gaussian samples come from our own generator rather than
 // std::normal_distribution (whose output differs between standard libraries),

@@ -1,5 +1,5 @@
 // One query's attention with exact keys against the same with quantized keys
-// (DESIGN.md "Metrics"): the probabilities P over the keys the query attends,
+// (docs/SWEEP.md#metrics): the probabilities P over the keys the query attends,
 // P~ with each logit moved by its error delta, and what separates them.
 //
 // The logits are l_j = scale * q.k_j and l~_j = l_j + delta_j with

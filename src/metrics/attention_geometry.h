@@ -1,5 +1,5 @@
 // Which keys a query attends and which of them a run keeps exact
-// (DESIGN.md "Metrics", attention).
+// (docs/SWEEP.md#metrics, attention).
 //
 // Tokens are split into chunks of `chunk`; attention never crosses chunks or
 // sequences. In a chunk of n tokens, chunk-local query i attends keys 0..i

@@ -1,5 +1,5 @@
 // The attention metrics of one (sequence, query head) computed the obvious
-// way, straight from DESIGN.md's definitions, in double: for each query, the
+// way, straight from the definitions of docs/SWEEP.md#metrics, in double: for each query, the
 // logits with exact keys and with quantized keys (exact where the run keeps
 // tokens exact), two softmaxes, and the metrics from them. Slow (no BLAS, no
 // reuse); the reference that AttentionBlock and the sweep are tested against.

@@ -1,4 +1,4 @@
-// The needle tests (DESIGN.md "Metrics", needle).
+// The needle tests (docs/SWEEP.md#metrics, needle).
 //
 // Planted needle, on the dump's real keys: a trial picks a (layer, sequence,
 // q head, query t) and a key position j < t in t's chunk, outside every run's
@@ -12,7 +12,7 @@
 // such a j; j uniform among them. The picks depend only on the data's shape,
 // the chunking and the largest window and sink, never on a run or seed.
 //
-// Synthetic needle (seed 001), at head dim 128: a unit query q, 4096 unit
+// Synthetic needle (the numpy reproduction, docs/SOURCES.md), at head dim 128: a unit query q, 4096 unit
 // keys of which one (the needle, at a random position) has cosine 0.5 to q
 // and the rest are uniform on the sphere, values N(0, I), logits
 // 2 sqrt(d) q.k; only the keys are quantized, in context {seed, key, layer
@@ -33,7 +33,7 @@ namespace tqlab {
 struct NeedleConfig {
   int trials = 256;                               ///< planted-needle trials on the dump's keys
   std::vector<double> margins{0.5, 1.0, 2.0, 4.0};  ///< logit margins (nats) of the planted key
-  int synth_trials = 40;                          ///< trials of seed 001's synthetic test (0: off)
+  int synth_trials = 40;                          ///< trials of the numpy reproduction's synthetic test (0: off)
 };
 
 class Quantizer;
@@ -97,7 +97,7 @@ NeedleOutcome measure_needle(const std::vector<double>& exact_logits, const std:
                              int j_local, double planted_logit, double exact_weight, const ExactTokens& exact,
                              const ChunkGeometry& chunk, int query_local);
 
-/// One synthetic trial's data (seed 001).
+/// One synthetic trial's data (the numpy reproduction, docs/SOURCES.md).
 struct SyntheticNeedle {
   int dim = 0, keys = 0;
   int needle = 0;                ///< index of the needle key

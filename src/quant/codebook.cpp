@@ -6,8 +6,8 @@
 // of neighbouring centroids); Zandieh et al., "TurboQuant" (arXiv:2504.19874),
 // for the coordinate marginal f_d (its lemma on a random point of the
 // sphere) and Theorem 1's bounds
-// 4^−b <= d·MSE <= (√3·π/2)·4^−b; seed 001 for the d = 128 constants and
-// alpha = E⟨Q(u), u⟩ = 1 − D_mse. (Seed 004's "closed-form Lloyd–Max via
+// 4^−b <= d·MSE <= (√3·π/2)·4^−b; the numpy reproduction for the d = 128 constants and
+// alpha = E⟨Q(u), u⟩ = 1 − D_mse. (FlashQuant's "closed-form Lloyd–Max via
 // erfinv" places thresholds at quantiles: that is quantile quantization, not
 // Lloyd–Max, and is deliberately not used.)
 //

@@ -1,5 +1,5 @@
 // Scalar codebooks for one coordinate of a randomly rotated unit vector
-// (DESIGN.md "Quantizer specs", steps 3 and 5; seed 001; TurboQuant,
+// (docs/REFERENCE.md#tq-options, steps 3 and 5; the numpy reproduction; TurboQuant,
 // arXiv:2504.19874, Theorem 1).
 //
 // After a Haar-random rotation, each coordinate t of a unit vector in R^d has
@@ -55,8 +55,8 @@ struct Codebook {
   /// E[(t − Q(t))²] under the exact marginal f_d (what a rotated unit vector sees).
   double marginal_mse_per_coord = 0;
   /// d · E[t · Q(t)] under f_d, so that E⟨Q(u), u⟩ = alpha for a rotated unit
-  /// vector u; the debias divisor of DESIGN.md step 5. For a Lloyd–Max beta
-  /// codebook alpha = 1 − d · marginal_mse_per_coord (seed 001).
+  /// vector u; the debias divisor (decode step 5 of quant/tq_quantizer.h). For a Lloyd–Max beta
+  /// codebook alpha = 1 − d · marginal_mse_per_coord (the numpy reproduction, docs/SOURCES.md).
   double alpha = 0;
   /// float copies of centroids (2^b) and boundaries (2^b − 1) for kernels.
   std::vector<float> centroids_f, boundaries_f;

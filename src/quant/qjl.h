@@ -1,6 +1,6 @@
 // QJL: the 1-bit quantized Johnson–Lindenstrauss sketch of a residual
 // (Zandieh, Daliri, Han, "QJL", 2024; TurboQuant_prod, arXiv:2504.19874 §3.2;
-// seed 001). For a residual r in R^B and S in R^{m x B} with i.i.d. N(0, 1)
+// the numpy reproduction). For a residual r in R^B and S in R^{m x B} with i.i.d. N(0, 1)
 // entries, the code is sign(S r) (m bits) plus ||r||, and
 //     r_hat = sqrt(pi/2) / m * ||r|| * S^T sign(S r)
 // is an unbiased estimate of r: E[<y, r_hat>] = <y, r> for every y.

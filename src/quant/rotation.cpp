@@ -1,11 +1,11 @@
 // Random rotations: Walsh–Hadamard with random signs, Haar-random dense, identity.
 //
-// Sources: seed 000, step 2 ("rotate with a randomized Walsh–Hadamard
+// Sources: the perplexity study, step 2 ("rotate with a randomized Walsh–Hadamard
 // transform, y = H·D·u, D = random signs") and its fwht(), whose butterfly
 // (a + b, a - b) over spans 1, 2, 4, ... and final 1/sqrt(d) this file
 // computes; FFHT (Andoni et al., "Practical and optimal LSH for angular
 // distance", NIPS 2015) for the in-register layout of a fast transform;
-// seed 001's haar(d, rng) = q * sign(diag r) of a Gaussian matrix's QR, which
+// the numpy reproduction's haar(d, rng) = q * sign(diag r) of a Gaussian matrix's QR, which
 // is Mezzadri's ("How to generate random matrices from the classical compact
 // groups", Notices AMS 54, 2007) recipe for Haar measure on O(d).
 //

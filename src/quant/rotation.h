@@ -1,10 +1,10 @@
-// Random rotations applied before scalar quantization (DESIGN.md, tq step 2),
+// Random rotations applied before scalar quantization (step 2 of quant/tq_quantizer.h),
 // kept outside the quantizer as faiss keeps its RandomRotationMatrix.
 //
 // A rotation Π is a seeded orthogonal B x B matrix. Rotating a unit vector
 // spreads its energy over all coordinates, so each rotated coordinate follows
 // (nearly) the same known marginal and one scalar codebook fits them all
-// (TurboQuant, seeds 000/001).
+// (TurboQuant, the perplexity study and the numpy reproduction: docs/SOURCES.md).
 //   hadamard: Π = H diag(s) / sqrt(B), s in {+1,-1}^B random, H the Sylvester
 //             Hadamard matrix (H_ij = (-1)^popcount(i & j)); O(B log B);
 //             B must be a power of two.

@@ -1,5 +1,5 @@
 // Quantizer spec strings: `method[:opt,opt,...]`, each opt `key=value` or a
-// bare flag (DESIGN.md "Quantizer specs"). This file only splits the grammar
+// bare flag (docs/REFERENCE.md#quantizer-specs). This file only splits the grammar
 // and reads typed options with errors that name the spec and the allowed
 // values; what each method accepts lives with the method, in one table of
 // OptionDoc per method (what `tqlab list` prints and what finish() accepts).

@@ -1,5 +1,5 @@
 // The options of the `tq` quantizer family (TurboQuant / PolarQuant), parsed
-// from a spec string such as "tq:b=3,block=32,nc" (DESIGN.md "Quantizer specs").
+// from a spec string such as "tq:b=3,block=32,nc" (docs/REFERENCE.md#tq-options).
 #pragma once
 
 #include <optional>

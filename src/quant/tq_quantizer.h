@@ -1,6 +1,6 @@
 // The `tq` quantizer: TurboQuant / PolarQuant with the layout choices that
 // decide whether it works (Zandieh et al., arXiv:2504.19874, Algorithms 1-2;
-// seeds 000, 001; DESIGN.md "Quantizer specs").
+// the perplexity study and the numpy reproduction: docs/SOURCES.md; docs/REFERENCE.md#tq-options).
 //
 // Per vector x (head dim D), per block of B channels:
 //   1. center (optional), keep ||x_blk|| in the norm type, u = x_blk / ||x_blk||

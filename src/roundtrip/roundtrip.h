@@ -2,7 +2,7 @@
 // optionally query) tensor goes through quantize -> pack -> unpack ->
 // dequantize and is written back with its name, shape, dtype and layout, so
 // that any other pipeline (an inference engine, a notebook) can measure what
-// the quantizer does to it (DESIGN.md, `tqlab roundtrip`).
+// the quantizer does to it (docs/REFERENCE.md#tqlab-roundtrip).
 //
 // Each (layer, sequence, head) slab of `tokens` vectors is quantized as one
 // tensor with QuantContext{seed, role, layer number, head}: the rotation of a

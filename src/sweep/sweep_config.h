@@ -1,4 +1,4 @@
-// The sweep config (DESIGN.md "Sweep config and results"): which dump, which
+// The sweep config (docs/SWEEP.md#config): which dump, which
 // grid of quantizer runs, which metrics, which seeds, where the results go.
 //
 //   {"name": "k-vs-v-3bit",

@@ -19,7 +19,7 @@
 
 namespace tqlab {
 
-/// The head dim of seed 001's synthetic needle test.
+/// The head dim of the numpy reproduction's synthetic needle test.
 inline constexpr int kSyntheticNeedleDim = 128;
 
 /// One run, resolved for the data.
@@ -51,7 +51,7 @@ struct SweepPlan {
   bool reconstruction = false;
   bool attention = false;         ///< requested and the dump has queries
   bool needle = false;            ///< the planted-needle test on the dump (needs queries)
-  bool synthetic_needle = false;  ///< seed 001's synthetic test
+  bool synthetic_needle = false;  ///< the numpy reproduction's synthetic test
   std::vector<NeedleTrial> needle_trials;  ///< the planted-needle trials (needle.h), placed once for every run
   std::vector<std::string> warnings;  ///< said once, before the work starts
 };

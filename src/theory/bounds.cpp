@@ -1,5 +1,5 @@
 // Monte Carlo machinery and published constants for TurboQuant's theorems
-// (arXiv:2504.19874, Theorems 1-3; seeds 001, 003, 004). See bounds.h.
+// (arXiv:2504.19874, Theorems 1-3; the numpy reproduction, turboquant-explained and FlashQuant's notes: docs/SOURCES.md). See bounds.h.
 #include "theory/bounds.h"
 
 #include <algorithm>
@@ -337,7 +337,7 @@ std::array<PublishedValue, 2> reproduction_two_bit_centroids() { return {Publish
 
 std::optional<PublishedValue> reproduction_inner_product_error(int bits, InnerProductEstimator estimator,
                                                           double inner_product) {
-  // [bits − 1][estimator][⟨y, x⟩ = 0, 0.5, 0.9], as printed in seed 001.
+  // [bits − 1][estimator][⟨y, x⟩ = 0, 0.5, 0.9], as printed in the numpy reproduction.
   static constexpr PublishedValue kTable[4][3][3] = {
       {{{0.24, 2}, {4.33, 2}, {13.6, 1}}, {{0.58, 2}, {0.45, 2}, {0.16, 2}}, {{1.57, 2}, {1.33, 2}, {0.76, 2}}},
       {{{0.10, 2}, {0.54, 2}, {1.53, 2}}, {{0.13, 2}, {0.15, 2}, {0.18, 2}}, {{0.56, 2}, {0.53, 2}, {0.46, 2}}},

@@ -7,8 +7,8 @@
 // Quantization with Near-optimal Distortion Rate" (arXiv:2504.19874):
 // Theorem 1 (D_mse <= √3·π/2 · 4^−b), Theorem 2 (D_prod of TurboQuant_prod
 // and its table of constants), Theorem 3 (Shannon's lower bounds 4^−b and
-// 4^−b/d); seed 001 (the constants at d = 128, the erratum in Theorem 2's
-// table, the inner-product table); seed 003 (the figures); seed 004 (bounds).
+// 4^−b/d); the numpy reproduction (the constants at d = 128, the erratum in Theorem 2's
+// table, the inner-product table); turboquant-explained (the figures); FlashQuant's notes (bounds).
 //
 // The rotated frame. For a Haar-random rotation Π and fixed unit x, y the pair
 // (Πx, Πy) is a uniformly random pair of unit vectors with the same inner
@@ -134,7 +134,7 @@ double qjl_conditional_variance(int projections, double residual_norm, double y_
 // The inner-product estimators
 
 /// The three ways of estimating ⟨y, x⟩ from b bits per coordinate that
-/// seed 001 compares: `biased` ⟨y, Q_b(x)⟩ (the MSE quantizer); `debiased`
+/// the numpy reproduction compares: `biased` ⟨y, Q_b(x)⟩ (the MSE quantizer); `debiased`
 /// ⟨y, Q_b(x)⟩ / α with α = E⟨Q_b(u), u⟩ = 1 − D_mse(b); `prod` (TurboQuant_prod)
 /// ⟨y, Q_{b−1}(x)⟩ plus the QJL estimate of ⟨y, r⟩, r = x − Q_{b−1}(x) (at b = 1,
 /// Q_0 = 0 and r = x: the pure 1-bit QJL sketch).
@@ -249,11 +249,11 @@ struct PublishedConstantCheck {
 inline constexpr double kPublishedConstantTolerance = 0.05;
 
 /// Theorem 2's published constant for `bits` against (π/2) · D_mse(b − 1) at
-/// `dim` (m = d): at b = 4 the formula gives 0.0534, the paper 0.047 (seed 001).
+/// `dim` (m = d): at b = 4 the formula gives 0.0534, the paper 0.047 (the numpy reproduction, docs/SOURCES.md).
 /// nullopt where the paper lists no constant (b > 4).
 std::optional<PublishedConstantCheck> check_paper_prod_constant(int dim, int bits);
 
-/// Seed 001's setting: d = 128 and 20,000 samples per cell.
+/// The numpy reproduction's setting: d = 128 and 20,000 samples per cell.
 inline constexpr int kReproductionDim = 128;
 inline constexpr std::int64_t kReproductionSamples = 20000;
 
@@ -264,13 +264,13 @@ struct PublishedValue {
   double half_unit() const;  ///< 0.5 · 10^−decimals: the rounding it may carry
 };
 
-/// Seed 001's d · C(f, b) at d = 128 (0.3609, 0.1160, 0.0340, 0.0093), b = 1..4.
+/// The numpy reproduction's d · C(f, b) at d = 128 (0.3609, 0.1160, 0.0340, 0.0093), b = 1..4.
 std::optional<PublishedValue> reproduction_d_mse(int bits);
 
-/// Seed 001's b = 2 centroids times √d at d = 128, the positive pair: 0.453, 1.51.
+/// The numpy reproduction's b = 2 centroids times √d at d = 128, the positive pair: 0.453, 1.51.
 std::array<PublishedValue, 2> reproduction_two_bit_centroids();
 
-/// Seed 001's inner-product table at d = 128: d · E[(⟨y, x̃⟩ − ⟨y, x⟩)²] for
+/// The numpy reproduction's inner-product table at d = 128: d · E[(⟨y, x̃⟩ − ⟨y, x⟩)²] for
 /// b = 1..4, the three estimators and ⟨y, x⟩ = 0, 0.5, 0.9; nullopt elsewhere.
 std::optional<PublishedValue> reproduction_inner_product_error(int bits, InnerProductEstimator estimator,
                                                           double inner_product);

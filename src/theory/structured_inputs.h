@@ -1,4 +1,4 @@
-// How far a rotation is from Haar on structured inputs (issue 7; docs/ROTATIONS.md).
+// How far a rotation is from Haar on structured inputs (docs/ROTATIONS.md).
 //
 // TurboQuant's guarantees (Theorem 1's D_mse, debias's alpha = E<Q(u), u>)
 // hold for a Haar-random rotation and any fixed input, because Pi x is then

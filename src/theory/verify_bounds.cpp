@@ -1,6 +1,6 @@
 // `tqlab verify-bounds`: TurboQuant's Theorems 1-3 (arXiv:2504.19874) against
 // the Lloyd–Max codebook's exact integrals, Monte Carlo and the published
-// constants (seeds 001, 003, 004). See verify_bounds.h.
+// constants (the numpy reproduction, turboquant-explained and FlashQuant's notes: docs/SOURCES.md). See verify_bounds.h.
 #include "theory/verify_bounds.h"
 
 #include <algorithm>
@@ -51,7 +51,7 @@ BoundsCheck exact_check(std::string name, double value, double expected, bool ok
   return {std::move(name), value, expected, kNaN, ok, std::move(detail)};
 }
 
-// Seed 001's cell is itself a mean of 20,000 samples of the same quantity, so
+// The numpy reproduction's cell is itself a mean of 20,000 samples of the same quantity, so
 // its standard error is ours scaled by √(ours / 20,000); and it was printed
 // rounded, which may move it by up to half a unit of its last digit.
 double reproduction_z_score(const Estimate& measured, const PublishedValue& published) {
@@ -110,7 +110,7 @@ void fill_theory(BoundsRow& row) {
       const double gap = std::fabs(row.d_mse_theory - published->value);
       row.checks.push_back(exact_check("reproduction.d_mse", row.d_mse_theory, published->value,
                                        gap <= published->half_unit() * slack,
-                                       fmt::format("seed 001's d*C(f,b) at d = 128, to {} decimals",
+                                       fmt::format("the numpy reproduction's d*C(f,b) at d = 128, to {} decimals",
                                                    published->decimals)));
     }
     if (bits == 2) {
@@ -123,7 +123,7 @@ void fill_theory(BoundsRow& row) {
         const double scaled = row.centroids[2 + i] * root_dim;
         row.checks.push_back(exact_check(fmt::format("reproduction.centroid{}", i), scaled, published[i].value,
                                          std::fabs(scaled - published[i].value) <= 2 * published[i].half_unit() * slack,
-                                         "seed 001's b = 2 centroid times sqrt(d), to one unit of its last digit"));
+                                         "the numpy reproduction's b = 2 centroid times sqrt(d), to one unit of its last digit"));
       }
     }
   }
@@ -241,7 +241,7 @@ void measure_inner_products(BoundsRow& row, const VerifyBoundsOptions& options) 
       EstimatorResult& cell = result.estimators[e];
       cell.error = error_stats[e].estimate();
       cell.scaled_squared_error = squared_stats[e].estimate();
-      // Only the MSE quantizer is biased: E[Q(x)] = α x for Haar-rotated x (seed 001).
+      // Only the MSE quantizer is biased: E[Q(x)] = α x for Haar-rotated x (the numpy reproduction, docs/SOURCES.md).
       cell.expected_bias = estimator == InnerProductEstimator::biased ? (sampler.alpha() - 1) * inner_product : 0.0;
       cell.bias_z = z_score(cell.error, cell.expected_bias);
       const std::string name(inner_product_estimator_name(estimator));
@@ -256,7 +256,7 @@ void measure_inner_products(BoundsRow& row, const VerifyBoundsOptions& options) 
         cell.reproduction_z = reproduction_z_score(cell.scaled_squared_error, *cell.reproduction);
         row.checks.push_back(z_check(check_name("reproduction", name, inner_product), cell.scaled_squared_error.mean, cell.reproduction->value,
                                      cell.reproduction_z, options.tolerance_z,
-                                     "d*E[err^2] vs seed 001's table (its Monte Carlo error and rounding granted)"));
+                                     "d*E[err^2] vs the numpy reproduction's table (its Monte Carlo error and rounding granted)"));
       }
     }
     result.residual_norm2 = residual_stats.estimate();

@@ -2,7 +2,7 @@
 // (the Lloyd–Max codebook's exact integrals) against Monte Carlo against the
 // published constants, for each (dim, bits) row.
 //
-// Per row (arXiv:2504.19874; seeds 001, 003, 004):
+// Per row (arXiv:2504.19874; the numpy reproduction, turboquant-explained and FlashQuant's notes: docs/SOURCES.md):
 //  * D_mse: theory d·E[(t − Q(t))²] under the exact marginal f_d; Monte Carlo
 //    by the direct path (uniform unit vectors quantized coordinate-wise,
 //    theory/bounds.h) and through the real `tq` quantizer with rot=haar and
@@ -17,7 +17,7 @@
 //    beside (π/2)·D_mse(b−1), with a flag where they disagree (b = 4: 0.047
 //    published, 0.0534 true); the D_prod bounds 4^−b and √3·π²·4^−b (times d).
 //  * the biased, debiased and prod estimators at each ⟨y, x⟩: bias and
-//    d·E[err²], against seed 001's table at d = 128; histograms of the error.
+//    d·E[err²], against the numpy reproduction's table at d = 128; histograms of the error.
 //  * checks: every Monte Carlo comparison passes when |z| <= tolerance_z, every
 //    exact comparison when it holds. The default run makes 252 Monte Carlo
 //    comparisons (306 checks): a 95% interval would fail by chance on almost
@@ -99,9 +99,9 @@ struct EstimatorResult {
   Estimate scaled_squared_error;  ///< d · err²
   double expected_bias = 0;       ///< biased: (α − 1)·⟨y, x⟩; debiased and prod: 0
   double bias_z = 0;
-  std::optional<PublishedValue> reproduction;  ///< seed 001's d · E[err²] (d = 128, its ⟨y, x⟩ only)
+  std::optional<PublishedValue> reproduction;  ///< the numpy reproduction's d · E[err²] (d = 128, its ⟨y, x⟩ only)
   /// (measured − published) in standard errors of the difference of two Monte
-  /// Carlo means (ours and seed 001's 20,000 samples), after the published
+  /// Carlo means (ours and the numpy reproduction's 20,000 samples), after the published
   /// rounding (half a unit in its last digit) is granted. NaN without reproduction.
   double reproduction_z = 0;
 };

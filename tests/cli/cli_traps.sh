@@ -1,4 +1,4 @@
-# Command-line traps of issue 7, through the real binary:
+# Command-line traps, through the real binary:
 # - a negative --seed is refused (exit 2, one line) by every command that takes one,
 #   instead of wrapping to 2^64 - 1;
 # - the exit codes, 3 (internal error) included, are documented in `tqlab --help`;

@@ -3,7 +3,7 @@ source "$(dirname "$0")/lib.sh" "$@"
 have_python=0
 if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import json' 2>/dev/null; then have_python=1; fi
 
-# json to stdout: 2^b ascending centroids, 2^b - 1 boundaries, seed 001's d_mse 0.1160 at d = 128, b = 2.
+# json to stdout: 2^b ascending centroids, 2^b - 1 boundaries, the numpy reproduction's d_mse 0.1160 at d = 128, b = 2.
 expect_exit 0 "json to stdout" -- "$TQLAB" codebook export --dim 128 --bits 2
 cp out.txt stdout.json
 expect_contains stdout.json '"schema": "tqlab.codebook/1"' '"d_mse"' '"mse_per_coord"' '"distribution": "beta"'

@@ -7,9 +7,12 @@
                                          of results/quickstart.json appear in REPO/docs/REFERENCE.md
                                          where they belong (metrics defined in docs/SWEEP.md too)
     docs_check.py links REPO             README.md and docs/*.md name nothing outside the
-                                         repository (the team's ../shared folder, its design
+                                         repository (the team's shared folder, its design
                                          notes and source documents), and every relative link in
                                          them points to an existing file (and heading, for #anchors)
+    docs_check.py comments REPO          the comments of src/, tests/, tools/ and bench/ are held
+                                         to the same rule: they cite the paper, docs/SOURCES.md or
+                                         a docs/ page, not what only the team's folder holds
 
 Prints one line per problem and exits 1 when there is any, 0 otherwise.
 """
@@ -215,6 +218,7 @@ FORBIDDEN = [
     (r"\bDESIGN\.md\b|\bSTYLE\.md\b", "the team's design notes, which users do not have"),
     (r"\bseeds?\s+0\d\d\b", "a numbered source document of the team's shared folder"),
     (r"\bpeers/", "the team's shared peers folder"),
+    (r"\bissues? \d+\b", "a number of the team's issue tracker, which users do not have"),
 ]
 
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -253,11 +257,49 @@ def check_links(repo):
     return problems
 
 
+# Files whose comments are checked, and how a comment starts in each.
+COMMENTED = {".h": "//", ".cpp": "//", ".inc": "//", ".sh": "#", ".py": "#", ".cmake": "#", ".txt": "#"}
+# This checker names the patterns it looks for, and its test plants them.
+NOT_CHECKED = {"tests/cli/docs_check.py", "tests/cli/docs_links.sh"}
+
+
+def comment_of(line, marker):
+    """The comment part of a source line ('' when there is none). A marker inside a string
+    literal may be taken for a comment: the rule errs towards checking more."""
+    stripped = line.strip()
+    if marker == "//" and (stripped.startswith("*") or stripped.startswith("/*")):
+        return stripped
+    at = line.find(marker)
+    return line[at:] if at >= 0 else ""
+
+
+def check_comments(repo):
+    root = Path(repo).resolve()
+    problems = []
+    for folder in ("src", "tests", "tools", "bench"):
+        for path in sorted((root / folder).rglob("*")):
+            relative = path.relative_to(root).as_posix()
+            marker = COMMENTED.get(path.suffix)
+            if not path.is_file() or marker is None or relative in NOT_CHECKED or "/data/" in relative:
+                continue
+            if path.suffix == ".txt" and path.name != "CMakeLists.txt":
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                comment = comment_of(line, marker)
+                for pattern, what in FORBIDDEN:
+                    match = re.search(pattern, comment, flags=re.I)
+                    if match:
+                        problems.append(f"{relative}:{number}: a comment names '{match.group(0)}', {what}")
+    return problems
+
+
 def main(argv):
     if len(argv) == 4 and argv[1] == "reference":
         problems = check_reference(argv[2], argv[3])
     elif len(argv) == 3 and argv[1] == "links":
         problems = check_links(argv[2])
+    elif len(argv) == 3 and argv[1] == "comments":
+        problems = check_comments(argv[2])
     else:
         print(__doc__, file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-# Valid files with extreme shapes, values and names (issue 11), through inspect, roundtrip and
+# Valid files with extreme shapes, values and names (docs/RELIABILITY.md#hostile-but-valid-inputs), through inspect, roundtrip and
 # sweep: each gives correct results or one clear exit-2 line, never a crash, a hang, or NaN/Inf
 # in results (JSON is checked with a parser that refuses NaN/Infinity; tables for nan/inf).
 # Files: tools/make_hostile_inputs.py. Non-UTF-8 names are tests/cli/hostile_names.sh's.

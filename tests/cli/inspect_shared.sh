@@ -1,4 +1,4 @@
-# tqlab inspect on the real dump from a small trained Llama (../shared/data).
+# tqlab inspect on the real dump from a small trained Llama (the shared data folder the tests are given).
 source "$(dirname "$0")/lib.sh" "$@"
 dump="$SHARED_DATA/stories260k_qkv.safetensors"
 if [ ! -f "$dump" ]; then

@@ -1,4 +1,4 @@
-# Layout and output-format traps of issue 7, through `tqlab roundtrip`:
+# Layout and output-format traps, through `tqlab roundtrip`:
 # - a --layout that contradicts the file's `layout` metadata is used, with a
 #   warning naming both;
 # - a 4-axis tensor read with a 3-axis layout is refused with a hint at

@@ -1,5 +1,5 @@
 # tools/plot_results.py on results made here: three small sweeps overlaid, their per-layer
-# figures, the K/V norm ratio from --dump, and seed 003's three figures from a verify-bounds
+# figures, the K/V norm ratio from --dump, and turboquant-explained's three figures from a verify-bounds
 # file. Every PNG exists, has its documented pixel size and is not blank; bad inputs exit 2
 # with one line naming the file.
 source "$(dirname "$0")/lib.sh" "$@"

@@ -1,4 +1,4 @@
-# Portable binaries with runtime kernel dispatch (issue 7, core/kernel_set.h):
+# Portable binaries with runtime kernel dispatch (core/kernel_set.h):
 # - tqlab --version names the kernels in use, and TQLAB_KERNELS forces a form
 #   (an unknown one, or one the CPU lacks, is one error line and exit 2);
 # - every form the CPU runs writes the same bytes through `tqlab roundtrip`, and the same

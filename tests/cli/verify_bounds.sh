@@ -11,7 +11,7 @@ expect_contains out.txt "Theorem 1" "Theorem 2" "biased" "debiased" "prod" "0 fa
 [ "$(grep -cE '^ +(16|128) +[14] ' out.txt)" -ge 4 ] || fail "the table lacks the 4 (dim, bits) rows"
 expect_contains bounds.json '"schema": "tqlab.bounds/2"' '"all_ok": true'
 if [ "$have_python" = 1 ]; then
-  /usr/bin/python3 - bounds.json <<'PY' || fail "verify-bounds JSON lacks what the plots and seed 001 need"
+  /usr/bin/python3 - bounds.json <<'PY' || fail "verify-bounds JSON lacks what the plots and the numpy reproduction need"
 import json, math, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["schema"] == "tqlab.bounds/2" and doc["all_ok"] is True
@@ -34,7 +34,7 @@ for (dim, bits), r in rows.items():
         assert "predicted" in cell["prod"]
     for check in r["checks"]:
         assert check["z"] is None or abs(check["z"]) <= 4, check
-# Seed 001's columns at d = 128: D_mse 0.3609 / 0.0093 and the inner-product table.
+# The numpy reproduction's columns at d = 128: D_mse 0.3609 / 0.0093 and the inner-product table.
 assert abs(rows[(128, 1)]["d_mse_theory"] - 0.3609) < 5e-5 and abs(rows[(128, 4)]["d_mse_theory"] - 0.0093) < 5e-5
 cell = rows[(128, 1)]["inner_products"][2]
 assert cell["biased"]["reproduction"] == 13.6 and cell["debiased"]["reproduction"] == 0.16 and cell["prod"]["reproduction"] == 0.76
@@ -43,7 +43,7 @@ assert rows[(16, 1)]["inner_products"][0]["biased"]["reproduction"] is None
 t2 = rows[(128, 4)]["theorem2"]
 assert t2["paper"] == 0.047 and t2["paper_disagrees"] is True and abs(t2["formula"] - 0.0534) < 5e-5, t2
 assert rows[(128, 1)]["theorem2"]["paper_disagrees"] is False
-# Histograms for seed 003's figures: per (dim, bits, estimator), overall and per <y, x>.
+# Histograms for turboquant-explained's figures: per (dim, bits, estimator), overall and per <y, x>.
 hist = doc["histograms"]
 assert len(hist) == 4 * 3
 for h in hist:
