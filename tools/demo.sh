@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# README quick start 1: install, build, then run the main job on the bundled sample data:
+# README quick start 1: install, build the tqlab binary (only what the demo runs; the test
+# command builds the tests and benchmarks), then run the main job on the bundled sample data:
 # synthetic KV tensors, then the quickstart sweep over them (results/quickstart.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install_deps.sh
-bash tools/build.sh
+BUILD_TARGET=tqlab bash tools/build.sh
 ./build/tqlab synth -o data/sample_kv.safetensors
 ./build/tqlab sweep --config configs/quickstart.json

@@ -61,16 +61,13 @@ int run_codebook_export(const CodebookExportOptions& options) {
 }  // namespace
 
 void setup_codebook(CLI::App& app, int& exit_code) {
-  auto* group = app.add_subcommand("codebook", "Lloyd-Max codebooks of TurboQuant's scalar quantizer");
+  auto* group = app.add_subcommand("codebook", command_description("Lloyd-Max codebooks of TurboQuant's scalar quantizer", "",
+                                                                    "tqlab-codebook-export"));
   group->require_subcommand(1);
   auto options = std::make_shared<CodebookExportOptions>();
-  auto* command = group->add_subcommand(
-      "export",
-      "Write the Lloyd-Max codebook for one coordinate of a randomly rotated unit vector in R^D:\n"
-      "2^B centroids (ascending, in the coordinate's units), the 2^B - 1 boundaries, mse_per_coord and\n"
-      "d_mse = D * mse_per_coord, at full double precision. Lists (--dims 64,128 --bits 2,3,4) export\n"
-      "every combination at once. Formats: json (schema tqlab.codebook/1), csv, npy (centroids, one\n"
-      "codebook), npz (centroids and boundaries), hpp (a self-contained C++17 header of constexpr arrays).");
+  auto* command = group->add_subcommand("export", command_description("Write the Lloyd-Max codebook of a rotated unit vector's coordinate in R^D",
+                                                    "Centroids, boundaries and D_mse as json, csv, npy, npz or a C++ header.",
+                                                    "tqlab-codebook-export"));
   command->add_option("--dim,--dims", options->dims, "Dimension(s) D of the rotated vector, 2..4096 (comma list)")
       ->delimiter(',')
       ->required();

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 
 // CLI11 is a heavy header (~7 s per file that includes it): it stays out of
 // this shared header. Each subcommand file includes <CLI/CLI.hpp> itself, and
@@ -13,6 +15,7 @@
 // so CLI11 is compiled once.
 namespace CLI {
 class App;
+class FormatterBase;
 class Option;
 class ParseError;
 }  // namespace CLI
@@ -28,6 +31,18 @@ void setup_verify_bounds(CLI::App& app, int& exit_code);
 void setup_sweep(CLI::App& app, int& exit_code);
 void setup_diff(CLI::App& app, int& exit_code);
 void setup_report(CLI::App& app, int& exit_code);
+
+/// Every --help fits a terminal: no line is wider than this.
+inline constexpr std::size_t kHelpWidth = 100;
+
+/// The formatter every command's --help goes through: descriptions wrapped to
+/// kHelpWidth, subcommands listed by the first line of their description.
+std::shared_ptr<CLI::FormatterBase> make_help_formatter();
+
+/// A subcommand's description: its one-line headline (what `tqlab --help` lists; no final
+/// period), one line of detail (or none), then "See docs/REFERENCE.md#ANCHOR.", the
+/// section that documents its flags and outputs.
+std::string command_description(std::string_view headline, std::string_view detail, std::string_view anchor);
 
 /// Adds `--seed` to `command`, stored in `seed` (0 .. 2^64 - 1). A negative
 /// value is a usage error (CLI11 would wrap -1 to 2^64 - 1). Every command with

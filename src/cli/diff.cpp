@@ -2,8 +2,8 @@
 // by metric (src/results/results_diff.h); a table on stdout or tqlab.diff/1 JSON.
 #include <memory>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -36,20 +36,9 @@ int run_diff(const DiffCommandOptions& command) {
 
 void setup_diff(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<DiffCommandOptions>();
-  std::vector<std::string> schemas;
-  for (const ComparableSchema& schema : comparable_schemas()) {
-    schemas.push_back(fmt::format("  {}: {}s matched by {}", schema.schema, schema.row_noun, schema.matched_by));
-  }
-  auto* command = app.add_subcommand(
-      "diff",
-      fmt::format("Compare two results documents of one schema:\n{}\n"
-                  "Config and data differences first (a different data sha256 is a WARNING), then the rows found in\n"
-                  "one file only, then per matched row each quantity that changed: A, B, change, relative change,\n"
-                  "'~' when the change is within the combined standard error sqrt(se_A^2 + se_B^2). Version, git\n"
-                  "commit, BLAS and paths are context, never a difference; \"timing\" is left out unless --timing.\n"
-                  "Exit 0 no difference beyond the tolerances, 1 differences (within-SE ones included unless\n"
-                  "--ignore-within-se), 2 unreadable file, unknown or different schemas, or a --metric matching nothing.",
-                  fmt::join(schemas, "\n")));
+  auto* command = app.add_subcommand("diff", command_description("Compare two results documents of one schema, row by row",
+                                                    "Exit 0 no difference beyond the tolerances, 1 differences, 2 errors.",
+                                                    "tqlab-diff"));
   command->add_option("a", options->a, "The old results file (A)")->required();
   command->add_option("b", options->b, "The new results file (B)")->required();
   command->add_option("--rtol", options->diff.rtol,

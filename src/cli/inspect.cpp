@@ -171,16 +171,9 @@ int run_inspect(const InspectOptions& options) {
 
 void setup_inspect(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<InspectOptions>();
-  auto* command = app.add_subcommand(
-      "inspect",
-      "List a tensor file's tensors (.npy, .npz, .safetensors): dtype, shape, count, non-finite count,\n"
-      "min/max/mean/rms; for K/V pairs, per layer the mean key norm / mean value norm and the key\n"
-      "channels with the largest RMS (outlier channels). Every safetensors dtype is listed (BOOL, U8..U64,\n"
-      "I8..I64, F8_E4M3, F8_E5M2, F16, BF16, F32, F64) and every npy bool/integer/float one: integer and\n"
-      "bool tensors (token ids, masks) get exact min and max (bools count as 0/1), mean from the exact sum.\n"
-      "Names that are not UTF-8 or hold control characters are shown escaped (\\xNN, \\n), long ones cut.\n"
-      "Exit 2 with one error line naming the file, the tensor and what is wrong when the file is malformed,\n"
-      "or, after the table, when a tensor holds NaN/Inf.");
+  auto* command = app.add_subcommand("inspect", command_description("List a file's tensors: dtype, shape, NaN/Inf count, min/max/mean/rms",
+                                                    "For K/V pairs, per layer the norm ratio and outlier key channels. Exit 2 on bad files or NaN/Inf.",
+                                                    "tqlab-inspect"));
   command->add_option("file", options->path, "Tensor file")->required();
   command->add_flag("--json", options->json, "Print JSON (schema tqlab.inspect/1) instead of a table");
   command->add_flag("--bf16", options->bf16,

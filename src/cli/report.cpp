@@ -2,6 +2,7 @@
 // Pareto front of bits_kv vs attn_kl marked (src/results/results_report.h).
 #include <memory>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -39,11 +40,9 @@ int run_report(const ReportCommandOptions& command) {
 
 void setup_report(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<ReportCommandOptions>();
-  auto* command = app.add_subcommand(
-      "report",
-      "A sweep's results (tqlab.sweep/1) as a table to paste into a paper or a pull request: one row per run\n"
-      "sorted by bits_kv, each value as mean ± standard error (and the seeds' sd with several seeds), the\n"
-      "Pareto front of bits_kv vs attn_kl and the best run at each bit budget marked; nulls as '–'.");
+  auto* command = app.add_subcommand("report", command_description("A sweep's results as a Markdown or CSV table, the Pareto front marked",
+                                                    "Runs sorted by bits_kv, values as mean ± standard error.",
+                                                    "tqlab-report"));
   command->add_option("results", options->results, "Results file of tqlab sweep")->required();
   command->add_option("--format", options->format, "md (Markdown) or csv")->capture_default_str();
   command->add_option("--metrics", options->metrics,

@@ -75,16 +75,9 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<RoundtripCommandOptions>();
   RoundtripOptions& roundtrip = options->roundtrip;
   roundtrip.threads = 0;
-  auto* command = app.add_subcommand(
-      "roundtrip",
-      "Write the fake-quantized tensors of a KV dump (quantize -> pack -> unpack -> dequantize) with the same\n"
-      "names, shapes, dtypes and layout, for use in any other pipeline; every other tensor is copied\n"
-      "bit-exactly, whatever its dtype (token ids, masks: BOOL, U8..U64, I8..I64, every float type).\n"
-      "K, V and Q must be float tensors (F8_E4M3, F8_E5M2, F16, BF16, F32, F64); decoded values are\n"
-      "stored back in their dtype (fp8 rounds to nearest and saturates at its largest value).\n"
-      "Each (layer, sequence, head) is quantized on its own, one rotation per (layer, head).\n"
-      "Prints per tensor the bits per value (from the packed bytes) and the relative MSE sum|x-x~|^2/sum|x|^2.\n"
-      "Specs: see `tqlab list`.");
+  auto* command = app.add_subcommand("roundtrip", command_description("Write a KV dump fake-quantized: same names, shapes and dtypes",
+                                                    "Every other tensor is copied bit for bit; prints bits per value and relative MSE per tensor.",
+                                                    "tqlab-roundtrip"));
   command->add_option("input", options->input, "Input tensor file (.safetensors, .npz)")->required();
   command->add_option("--k", roundtrip.key_spec, "Quantizer spec for the keys, e.g. tq:b=3")->required();
   command->add_option("--v", roundtrip.value_spec, "Quantizer spec for the values, e.g. tq:b=3")->required();

@@ -127,14 +127,9 @@ int run_sweep_command(const SweepCommandOptions& options) {
 
 void setup_sweep(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<SweepCommandOptions>();
-  auto* command = app.add_subcommand(
-      "sweep",
-      "The main job: a grid of quantizer runs over a KV dump, with reconstruction, attention and needle\n"
-      "metrics, written as one JSON document (schema tqlab.sweep/1) and summarized on stdout.\n"
-      "The config (JSON) names the data, the grid of K/V specs, windows and sinks, explicit runs, the\n"
-      "metrics and the seeds; every key is checked before any work. Flags override the config; relative\n"
-      "paths inside a config are relative to the config's folder, those given as flags to the current one.\n"
-      "Same config and seeds give the same results file, byte for byte outside \"timing\", whatever --threads.");
+  auto* command = app.add_subcommand("sweep", command_description("The main job: a grid of K/V quantizer runs over a KV dump",
+                                                    "Reconstruction, attention and needle metrics in one tqlab.sweep/1 document, alike for any --threads.",
+                                                    "tqlab-sweep"));
   command->add_option("--config", options->config, "Sweep config (JSON)")->required();
   command->add_option("--out", options->out, "Results file (overrides the config's \"out\")");
   command->add_option("--data", options->data, "Tensor file to sweep (overrides data.path)");

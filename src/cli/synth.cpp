@@ -41,12 +41,9 @@ int run_synth(SynthCommandOptions& options) {
 
 void setup_synth(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<SynthCommandOptions>();
-  auto* command = app.add_subcommand(
-      "synth",
-      "Write KV-like synthetic tensors layers.{l}.q/.k/.v: outlier key channels in RoPE pairs, key norms\n"
-      "10-30x value norms (the first layer far higher), post-RoPE keys, queries aimed at earlier keys so\n"
-      "attention is peaked. Layout \"head token dim\" (\"seq head token dim\" with --seqs > 1).\n"
-      "Deterministic for a seed.");
+  auto* command = app.add_subcommand("synth", command_description("Write KV-like synthetic tensors for tests and demos",
+                                                    "Outlier key channels in RoPE pairs, key norms far above value norms, peaked attention; seeded.",
+                                                    "tqlab-synth"));
   command->add_option("-o,--output", options->output, "Output file (.safetensors or .npz)")->required();
   command->add_option("--layers", options->kv.layers, "Layers")->capture_default_str();
   command->add_option("--kv-heads", options->kv.kv_heads, "Key/value heads")->capture_default_str();

@@ -175,15 +175,9 @@ int run_verify_bounds(VerifyBoundsCommandOptions& command) {
 void setup_verify_bounds(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<VerifyBoundsCommandOptions>();
   VerifyBoundsOptions& bounds = options->bounds;
-  auto* command = app.add_subcommand(
-      "verify-bounds",
-      "Check TurboQuant's theory per (dim, bits): D_mse from the Lloyd-Max codebook's integrals against\n"
-      "Monte Carlo (uniform unit vectors quantized directly, and through the real tq quantizer with\n"
-      "rot=haar, hadamard and hadamard2) and against Theorem 1's bounds and the paper's values; one-hot\n"
-      "inputs per rotation; Theorem 2 (prod) measured against its prediction, with the paper's constants\n"
-      "and the b = 4 erratum; the biased, debiased and prod inner-product estimators against a published\n"
-      "reproduction's table (d = 128); error histograms in the JSON.\n"
-      "Exit 0 when every check holds, 1 when any fails (each is named), 2 on bad arguments.");
+  auto* command = app.add_subcommand("verify-bounds", command_description("Check TurboQuant's theorems: theory vs Monte Carlo vs the bounds",
+                                                    "Per (dim, bits), with the paper's constants and a published reproduction; exit 1 when a check fails.",
+                                                    "tqlab-verify-bounds"));
   command->add_option("--dims", bounds.dims, "Dimensions d, 2..4096 (comma list)")
       ->delimiter(',')
       ->default_str("64,128,256");

@@ -5,7 +5,10 @@
                                          subcommand's --help, every schema a help text names, every
                                          method and option of `TQLAB list --json`, and every metric
                                          of results/quickstart.json appear in REPO/docs/REFERENCE.md
-                                         where they belong (metrics defined in docs/SWEEP.md too)
+                                         where they belong (metrics defined in docs/SWEEP.md too);
+                                         and every --help fits a terminal: at most HELP_WIDTH columns
+                                         and HELP_LINES lines, a subcommand's description at most two
+                                         lines and a "See docs/REFERENCE.md#ANCHOR." whose anchor exists
     docs_check.py links REPO             README.md and docs/*.md name nothing outside the
                                          repository (the team's shared folder, its design
                                          notes and source documents), and every relative link in
@@ -120,6 +123,34 @@ def has_token(text, token):
     return re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text) is not None
 
 
+# A --help fits a terminal (src/cli/commands.h's kHelpWidth).
+HELP_WIDTH = 100
+HELP_LINES = 50
+
+
+def check_help_shape(path, text, reference_anchors):
+    """Problems of one --help text: width, height, and for a subcommand its description."""
+    name = " ".join(("tqlab",) + path)
+    problems = []
+    lines = text.splitlines()
+    for number, line in enumerate(lines, 1):
+        if len(line) > HELP_WIDTH:
+            problems.append(f"`{name} --help` line {number} is {len(line)} columns wide (at most {HELP_WIDTH})")
+    if len(lines) > HELP_LINES:
+        problems.append(f"`{name} --help` is {len(lines)} lines long (at most {HELP_LINES})")
+    if not path:
+        return problems
+    description = lines[:next((i for i, line in enumerate(lines) if line.startswith("Usage:")), len(lines))]
+    see = re.fullmatch(r"See docs/REFERENCE\.md#([\w-]+)\.", description[-1]) if description else None
+    if not see:
+        problems.append(f"`{name} --help` does not end its description with 'See docs/REFERENCE.md#ANCHOR.'")
+    elif see.group(1) not in reference_anchors:
+        problems.append(f"`{name} --help` points to docs/REFERENCE.md#{see.group(1)}, which no heading has")
+    if len(description) - 1 > 2:
+        problems.append(f"`{name} --help` has a description of {len(description) - 1} lines (at most 2 before 'See')")
+    return problems
+
+
 def check_reference(tqlab, repo):
     reference_path = Path(repo) / "docs" / "REFERENCE.md"
     reference = unescape_tables(reference_path.read_text(encoding="utf-8"))
@@ -138,10 +169,13 @@ def check_reference(tqlab, repo):
     if not pending:
         problems.append("`tqlab --help` lists no subcommands: the parser no longer reads it")
     commands = []
+    reference_anchors = anchors(reference_path.read_text(encoding="utf-8"))
+    problems.extend(check_help_shape((), top, reference_anchors))
     while pending:
         path = pending.pop(0)
         text = run([tqlab, *path, "--help"])
         helps[path] = text
+        problems.extend(check_help_shape(path, text, reference_anchors))
         children = subcommands(text)
         if children:
             pending.extend(path + (child,) for child in children)
