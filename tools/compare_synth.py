@@ -29,7 +29,6 @@ dim, or head token dim). Debian's python3 and python3-numpy only.
 import argparse
 import json
 import math
-import struct
 import subprocess
 import sys
 import tempfile
@@ -37,27 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-NUMPY_DTYPES = {"F16": np.float16, "BF16": None, "F32": np.float32, "F64": np.float64}
-
-
-def read_safetensors(path):
-    """(tensors name -> float64 array, metadata dict)."""
-    raw = Path(path).read_bytes()
-    (header_length,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + header_length])
-    metadata = header.pop("__metadata__", {})
-    data = raw[8 + header_length :]
-    tensors = {}
-    for name, entry in header.items():
-        begin, end = entry["data_offsets"]
-        dtype = NUMPY_DTYPES[entry["dtype"]]
-        if dtype is None:  # bfloat16: the high half of a float32
-            bits = np.frombuffer(data[begin:end], dtype="<u2").astype(np.uint32) << 16
-            array = bits.view(np.float32)
-        else:
-            array = np.frombuffer(data[begin:end], dtype=np.dtype(dtype).newbyteorder("<"))
-        tensors[name] = array.astype(np.float64).reshape(entry["shape"])
-    return tensors, metadata
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kv_dump_format import read_safetensors  # noqa: E402  (the tools' one safetensors reader)
 
 
 def as_seq_head_token_dim(array, layout):

@@ -27,6 +27,12 @@ integers. fp8 tensors travel the same way (`StoredAs("F8_E4M3", uint8 bits)`). `
 rounds float32 to bfloat16 (nearest, ties to even) for callers that hold floats. Integer and bool
 arrays (extra tensors) map to I8..I64, U8..U64 and BOOL.
 
+Reading back
+------------
+`read_safetensors` is the one reader the Python tools share (compare_synth.py, plot_results.py,
+tests/cli/sweep_reference.py): every float tensor as float64, and the metadata.
+(tests/cli/kv_dump_format.py keeps a parser of its own on purpose: it checks this writer.)
+
 The writer
 ----------
 A safetensors file is: an unsigned 64-bit little-endian header length N, N bytes of JSON
@@ -198,6 +204,32 @@ def dump_metadata(sizes, extra=None):
     for key, value in (extra or {}).items():
         metadata[str(key)] = value if isinstance(value, str) else json.dumps(value)
     return metadata
+
+
+# safetensors float dtype -> how its bytes read as numpy values (None: bfloat16, read from its bits).
+_FLOAT_READS = {"F16": "<f2", "BF16": None, "F32": "<f4", "F64": "<f8"}
+
+
+def read_safetensors(path):
+    """(name -> float64 array, metadata dict) for the F16, BF16, F32 and F64 tensors of a
+    safetensors file, in header order; tensors of other dtypes (token ids, masks) are left out."""
+    raw = Path(path).read_bytes()
+    (header_length,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + header_length])
+    metadata = header.pop("__metadata__", {})
+    data = raw[8 + header_length:]
+    tensors = {}
+    for name, entry in header.items():
+        if entry["dtype"] not in _FLOAT_READS:
+            continue
+        begin, end = entry["data_offsets"]
+        read = _FLOAT_READS[entry["dtype"]]
+        if read is None:
+            array = bf16_bits_to_float32(np.frombuffer(data[begin:end], dtype="<u2"))
+        else:
+            array = np.frombuffer(data[begin:end], dtype=read)
+        tensors[name] = array.astype(np.float64).reshape(entry["shape"])
+    return tensors, metadata
 
 
 def write_safetensors(path, tensors, metadata=None):

@@ -5,7 +5,7 @@
 
 tests/cli/hostile_inputs.sh runs inspect, roundtrip and sweep on each: every one must give
 correct results or a clear one-line exit-2 error, never a crash, a hang or NaN/Inf in results.
-Plain python3 standard library (struct, json, math): the tests run where numpy is absent.
+Debian's python3 with python3-numpy (the bf16 helpers of tools/kv_dump_format.py).
 Every file is "head token dim" with tensors layers.{L}.k/.v/.q unless said otherwise, and
 small (the 10 000-layer file is about 2 MB, mostly its header).
 
@@ -30,6 +30,11 @@ import math
 import struct
 import sys
 from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kv_dump_format  # noqa: E402  (the tools' one set of bf16 helpers)
 
 
 def safetensors(path, tensors, metadata=None):
@@ -58,12 +63,13 @@ def f32(values):
 
 
 def bf16_bits(bits):
-    return struct.pack(f"<{len(bits)}H", *bits)
+    """Raw bfloat16 bit patterns, as stored."""
+    return np.asarray(bits, dtype="<u2").tobytes()
 
 
 def bf16(values):
-    """Truncated (the values used here are exact in bf16)."""
-    return bf16_bits([struct.unpack("<I", struct.pack("<f", v))[0] >> 16 for v in values])
+    """bfloat16 values, rounded by the tools' one bf16 helper (kv_dump_format.py)."""
+    return bf16_bits(kv_dump_format.float_to_bf16_bits(values).bits)
 
 
 def wave(count, seed, scale=1.0):

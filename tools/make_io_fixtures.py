@@ -50,13 +50,11 @@ def grid(shape, dtype):
 
 def bf16_bits(values):
     """bfloat16 bit patterns (uint16) of float32 values, rounding to nearest even."""
-    bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return rounded.astype(np.uint16)
+    return kv_dump_format.float_to_bf16_bits(values).bits
 
 
 def bf16_values(bits):
-    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return kv_dump_format.bf16_bits_to_float32(bits).astype(np.float64)
 
 
 # Each integer type at its extremes, plus values a double cannot hold (2^53 + 1).

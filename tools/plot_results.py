@@ -43,7 +43,7 @@ import sys
 
 # matplotlib and numpy take a second to import: they are imported (import_plotting) only
 # once the inputs have been read and checked, so that a bad input fails at once.
-plt = np = LogNorm = Line2D = None
+plt = np = LogNorm = Line2D = read_float_tensors = None
 
 # verify-bounds documents: schema 2 renamed schema 1's seed001 fields (the plots read neither).
 BOUNDS_SCHEMAS = ("tqlab.bounds/2", "tqlab.bounds/1")
@@ -60,13 +60,19 @@ class InputError(Exception):
 
 
 def import_plotting():
-    global plt, np, LogNorm, Line2D
+    global plt, np, LogNorm, Line2D, read_float_tensors
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.colors import LogNorm
     from matplotlib.lines import Line2D
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from kv_dump_format import read_safetensors  # the tools' one safetensors reader (numpy)
+
+    def read_float_tensors(path):
+        return read_safetensors(path)[0]
 
 
 def load(path):
@@ -220,28 +226,6 @@ def plot_layer_mse(path, document, directory, written):
 
 
 # ------------------------------------------------------------------ --dump: norms from a safetensors file
-SAFETENSORS_DTYPES = {"F16": "<f2", "F32": "<f4", "F64": "<f8", "BF16": "bf16"}
-
-
-def read_safetensors(path):
-    """{name: numpy array (float32/64)} for the float tensors of a safetensors file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    size = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8:8 + size])
-    base = 8 + size
-    tensors = {}
-    for name, entry in header.items():
-        if name == "__metadata__" or entry["dtype"] not in SAFETENSORS_DTYPES:
-            continue
-        begin, end = entry["data_offsets"]
-        raw = data[base + begin:base + end]
-        if entry["dtype"] == "BF16":
-            array = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-        else:
-            array = np.frombuffer(raw, dtype=SAFETENSORS_DTYPES[entry["dtype"]])
-        tensors[name] = array.reshape(entry["shape"])
-    return tensors
 
 
 def mean_norm(array, dim_axis):
@@ -252,7 +236,7 @@ def plot_norm_ratio(path, document, dump, directory, written):
     try:
         with open(dump, "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()
-        tensors = read_safetensors(dump)
+        tensors = read_float_tensors(dump)
     except (OSError, ValueError, KeyError) as error:
         raise InputError(f"'{dump}': cannot be read as safetensors ({error})")
     if digest != document.get("data", {}).get("sha256"):

@@ -13,16 +13,18 @@ window modes, every mean, the 95th percentile, the cluster standard errors and t
                                            computed from DIR/sweep_NAME.json (any dump, any runs
                                            with explicit k, v, window, sink)
 
-Needs Debian's python3-numpy; imports tools/kv_dump_format.py for the safetensors writer.
+Needs Debian's python3-numpy; imports tools/kv_dump_format.py for the safetensors writer and reader.
 """
 
 import json
 import math
-import struct
 import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import kv_dump_format  # noqa: E402 (the tools' safetensors writer and reader)
 
 # Two layers with different head dims (layer 1: K 32, V 16, as MLA-style models have), two
 # sequences, GQA 6 query heads over 2 K/V heads, 75 tokens cut into chunks of 32, 32 and 11.
@@ -61,9 +63,6 @@ def roundtrip_name(k_spec, v_spec, seed):
 
 
 def make_dump(directory):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-    import kv_dump_format  # noqa: E402 (the writer lives in tools/)
-
     rng = np.random.default_rng(20261201)
     layers = []
     for shape in LAYERS:
@@ -90,19 +89,9 @@ def make_dump(directory):
         (Path(directory) / f"sweep_{name}.json").write_text(json.dumps(config, indent=1))
 
 
-def read_safetensors(path):
-    """name -> float64 array, for the F32 tensors of a file."""
-    blob = Path(path).read_bytes()
-    (length,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + length])
-    arrays = {}
-    for name, info in header.items():
-        if name == "__metadata__" or info["dtype"] != "F32":
-            continue
-        begin, end = info["data_offsets"]
-        data = np.frombuffer(blob[8 + length + begin:8 + length + end], dtype="<f4")
-        arrays[name] = data.reshape(info["shape"]).astype(np.float64)
-    return arrays
+def read_safetensors_floats(path):
+    """name -> float64 array, for the float tensors of a file."""
+    return kv_dump_format.read_safetensors(path)[0]
 
 
 def exact_token_mask(query, chunk_begin, chunk_len, attended, window, sink, mode):
@@ -242,14 +231,14 @@ def check(directory, name):
     attention = config["metrics"]["attention"]
     seeds = config["seeds"]
     results = json.loads((directory / f"{name}.results.json").read_text())
-    exact = read_safetensors(directory / config["data"]["path"])
+    exact = read_safetensors_floats(directory / config["data"]["path"])
     queries_total = sum(a.shape[0] * a.shape[1] * a.shape[2] for n, a in exact.items() if n.endswith(".q"))
     failures, checked = [], 0
     for run, got_run in zip(config["runs"], results["runs"]):
         label = got_run["id"]
         per_seed_sums, per_seed_p95 = [], []
         for seed in seeds:
-            quantized = read_safetensors(directory / roundtrip_name(run["k"], run["v"], seed))
+            quantized = read_safetensors_floats(directory / roundtrip_name(run["k"], run["v"], seed))
             sums, kl_values = reference_metrics(exact, quantized, run, attention)
             per_seed_sums.append(sums)
             per_seed_p95.append(float(np.percentile(kl_values, 95)))
