@@ -13,39 +13,12 @@ TQLAB_TARGET_AVX2_BEGIN
 namespace tqlab::simd {
 namespace {
 
-struct Floats {
-  using Type = __m256;
-  // 4 registers x 2 vectors: 8 accumulators, 4 loaded, 2 broadcasts (16 registers).
+#include "quant/float_lanes_avx2.inc"
+
+// 4 registers x 2 vectors: 8 accumulators, 4 loaded, 2 broadcasts (16 registers).
+struct Floats : Avx2Floats {
   static constexpr int kTile = 4;
   static constexpr int kVectors = 2;
-  static constexpr int kWidth = 8;
-  static Type load(const float* at) { return _mm256_loadu_ps(at); }
-  static void store(float* at, Type v) { _mm256_storeu_ps(at, v); }
-  static Type add(Type a, Type b) { return _mm256_add_ps(a, b); }
-  static Type mul(Type a, Type b) { return _mm256_mul_ps(a, b); }
-  static Type fmadd(Type a, Type b, Type c) { return _mm256_fmadd_ps(a, b, c); }
-  static Type broadcast(float value) { return _mm256_set1_ps(value); }
-  static Type zero() { return _mm256_setzero_ps(); }
-  static Type abs(Type v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
-  static unsigned greater_mask(Type a, Type b) {
-    return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ)));
-  }
-  static Type signed_by(const std::uint8_t* signs, Type scale) {
-    std::int64_t eight;
-    std::memcpy(&eight, signs, sizeof eight);
-    const __m256i bytes = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(eight));
-    const __m256i negative = _mm256_cmpeq_epi32(bytes, _mm256_setzero_si256());
-    const __m256i flip = _mm256_and_si256(negative, _mm256_set1_epi32(INT32_MIN));
-    return _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(scale), flip));
-  }
-  // Bit k of the mask to byte k: the mask copied into every byte, byte k
-  // masked to bit k, then 0x7f added (no carry between bytes) so that bit 7
-  // of byte k is bit k.
-  static void store_mask_bytes(std::uint8_t* at, unsigned mask) {
-    const std::uint64_t spread = (mask * 0x0101010101010101u) & 0x8040201008040201u;
-    const std::uint64_t bytes = ((spread + 0x7f7f7f7f7f7f7f7fu) >> 7) & 0x0101010101010101u;
-    std::memcpy(at, &bytes, sizeof bytes);
-  }
 };
 
 #include "quant/qjl_kernels.inc"

@@ -9,6 +9,8 @@
 #include <cassert>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/simd_intrinsics.h"
@@ -27,33 +29,7 @@ using rotation_kernels::kMinLogInRegisters;
 // ---------------------------------------------------------------------------
 // Fast Walsh–Hadamard transform
 
-// Eight floats per register (fwht_in_registers.inc). Spans 1, 2 and 4 stay
-// inside one register: permute the partner into place, negate the lanes that
-// take a difference, add.
-struct Avx2Floats {
-  using Type = __m256;
-  static constexpr int kWidth = 8;
-  static Type load(const float* at) { return _mm256_loadu_ps(at); }
-  static void store(float* at, Type v) { _mm256_storeu_ps(at, v); }
-  static Type add(Type a, Type b) { return _mm256_add_ps(a, b); }
-  static Type sub(Type a, Type b) { return _mm256_sub_ps(a, b); }
-  static Type mul(Type a, Type b) { return _mm256_mul_ps(a, b); }
-  static Type broadcast(float value) { return _mm256_set1_ps(value); }
-  static Type zero() { return _mm256_setzero_ps(); }
-  static Type fmadd(Type a, Type b, Type c) { return _mm256_fmadd_ps(a, b, c); }
-  static bool all_finite(Type poison) { return _mm256_movemask_ps(_mm256_cmp_ps(poison, poison, _CMP_UNORD_Q)) == 0; }
-  // Each stage: v * (+1 or -1) + partner in one fused multiply-add, the
-  // product being exact: partner + v where the lane takes a sum, partner - v
-  // where it takes a difference (the upper partner of each pair).
-  static Type butterflies_within_register(Type v) {
-    const __m256 odd_negative = _mm256_setr_ps(1, -1, 1, -1, 1, -1, 1, -1);
-    const __m256 upper_pairs_negative = _mm256_setr_ps(1, 1, -1, -1, 1, 1, -1, -1);
-    const __m256 upper_half_negative = _mm256_setr_ps(1, 1, 1, 1, -1, -1, -1, -1);
-    v = _mm256_fmadd_ps(v, odd_negative, _mm256_permute_ps(v, 0b10'11'00'01));
-    v = _mm256_fmadd_ps(v, upper_pairs_negative, _mm256_permute_ps(v, 0b01'00'11'10));
-    return _mm256_fmadd_ps(v, upper_half_negative, _mm256_permute2f128_ps(v, v, 0x01));
-  }
-};
+#include "quant/float_lanes_avx2.inc"
 
 #include "quant/fwht_in_registers.inc"
 
