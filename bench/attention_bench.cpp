@@ -67,8 +67,8 @@ void report_gemm_flops(benchmark::State& state) {
   const double flops = 3.0 * 2.0 * kRows * static_cast<double>(kKeys) * kDim;
   state.counters["gemm_flops"] =
       benchmark::Counter(flops * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
-  state.counters["queries"] =
-      benchmark::Counter(static_cast<double>(kRows) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["queries"] = benchmark::Counter(static_cast<double>(kRows) * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate);
 }
 
 void BM_AttentionCompare(benchmark::State& state) {

@@ -146,8 +146,8 @@ TEST(CompareQueryAttention, KlWhenTheDominantKeysLoseNearlyAllTheirMass) {
   std::vector<double> delta{-40, 0.1, -0.2, 0.3, 0, 30, -1, 2};
   std::vector<double> p(logits.size()), p_tilde(logits.size()), scratch(logits.size());
   const int best = exact_softmax(static_cast<int>(logits.size()), logits.data(), p.data());
-  const QueryAttentionError error =
-      compare_query_attention(static_cast<int>(logits.size()), logits.data(), p.data(), best, delta.data(), p_tilde.data(), scratch.data());
+  const QueryAttentionError error = compare_query_attention(static_cast<int>(logits.size()), logits.data(), p.data(),
+                                                            best, delta.data(), p_tilde.data(), scratch.data());
   const QueryAttentionError want = direct(logits, delta);
   EXPECT_NEAR(error.kl, want.kl, 1e-12 * want.kl);
   EXPECT_GT(error.kl, 10);
@@ -166,7 +166,8 @@ TEST(CompareQueryAttention, TinyKlKeepsItsDigits) {
   std::vector<double> delta{1e-7, -2e-7, 3e-7, 0, -1e-7};
   std::vector<double> p(logits.size()), p_tilde(logits.size()), scratch(logits.size());
   const int best = exact_softmax(5, logits.data(), p.data());
-  const QueryAttentionError error = compare_query_attention(5, logits.data(), p.data(), best, delta.data(), p_tilde.data(), scratch.data());
+  const QueryAttentionError error =
+      compare_query_attention(5, logits.data(), p.data(), best, delta.data(), p_tilde.data(), scratch.data());
   // KL ~ Var_P(delta) / 2 for small delta.
   double mean = 0, square = 0;
   for (int j = 0; j < 5; ++j) {
@@ -182,7 +183,8 @@ TEST(CompareQueryAttention, HugeLogitErrorsTakeTheLogSumExpPath) {
   std::vector<double> delta{800, 0, -5};
   std::vector<double> p(3), p_tilde(3), scratch(3);
   const int best = exact_softmax(3, logits.data(), p.data());
-  const QueryAttentionError error = compare_query_attention(3, logits.data(), p.data(), best, delta.data(), p_tilde.data(), scratch.data());
+  const QueryAttentionError error =
+      compare_query_attention(3, logits.data(), p.data(), best, delta.data(), p_tilde.data(), scratch.data());
   EXPECT_NEAR(error.kl, direct(logits, delta).kl, 1e-9 * error.kl);
   EXPECT_NEAR(p_tilde[0], 1.0, 1e-12);
 }

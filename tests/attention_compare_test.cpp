@@ -146,8 +146,10 @@ TEST(AttentionConversions, EveryKernelSetGivesTheDefinitionsBits) {
       int differing = 0;
       for (std::size_t j = 0; j < static_cast<std::size_t>(keys); ++j) {
         differing += bits(delta[j]) != bits(scale * static_cast<double>(logit_errors[j]));
-        differing += std::bit_cast<std::uint32_t>(change[j]) != std::bit_cast<std::uint32_t>(static_cast<float>(p_tilde[j] - p[j]));
-        differing += std::bit_cast<std::uint32_t>(kept[j]) != std::bit_cast<std::uint32_t>(static_cast<float>(p_tilde[j]));
+        differing += std::bit_cast<std::uint32_t>(change[j]) !=
+                     std::bit_cast<std::uint32_t>(static_cast<float>(p_tilde[j] - p[j]));
+        differing +=
+            std::bit_cast<std::uint32_t>(kept[j]) != std::bit_cast<std::uint32_t>(static_cast<float>(p_tilde[j]));
       }
       EXPECT_EQ(differing, 0);
     }

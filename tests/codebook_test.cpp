@@ -378,7 +378,8 @@ TEST(CodebookTest, MseAndAlphaAgreeWithQuadrature) {
 }
 
 TEST(CodebookTest, AlphaIsOneMinusDistortionForLloydMax) {
-  // Centroid condition ⇒ E⟨u − Q(u), Q(u)⟩ = 0 ⇒ E⟨Q(u), u⟩ = 1 − D_mse (the numpy reproduction, docs/SOURCES.md).
+  // Centroid condition ⇒ E⟨u − Q(u), Q(u)⟩ = 0 ⇒ E⟨Q(u), u⟩ = 1 − D_mse
+  // (the numpy reproduction, docs/SOURCES.md).
   for (int d : kPropertyDims) {
     for (int bits = 1; bits <= kMaxBits; ++bits) {
       const Codebook& codebook = lloyd_max_codebook(d, bits, Dist::beta);

@@ -60,7 +60,8 @@ TEST(CodecCache, ThreadsAskingForOneObjectBuildItOnce) {
   std::vector<std::thread> threads;
   std::vector<const Rotation*> seen(8);
   for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] { seen[static_cast<std::size_t>(t)] = cached_rotation(RotationKind::haar, 256, 3).get(); });
+    threads.emplace_back(
+        [&, t] { seen[static_cast<std::size_t>(t)] = cached_rotation(RotationKind::haar, 256, 3).get(); });
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(codec_cache_stats().builds, 1u);

@@ -188,7 +188,8 @@ TEST(CorruptBytesTest, NonFiniteStoredScalesAreRejected) {
     for (std::uint16_t bits : {fp16_inf, fp16_nan}) {
       EncodedTensor bad = good;
       // Each format's first two bytes: a block's or group's fp16 scale, or the first value.
-      std::uint16_t stored = std::string(spec) == "bf16" ? static_cast<std::uint16_t>(bits == fp16_inf ? 0x7F80 : 0x7FC0) : bits;
+      std::uint16_t stored =
+          std::string(spec) == "bf16" ? static_cast<std::uint16_t>(bits == fp16_inf ? 0x7F80 : 0x7FC0) : bits;
       std::memcpy(bad.bytes.data(), &stored, 2);
       std::vector<float> out(static_cast<std::size_t>(shape.tokens * shape.dim));
       const std::string message = input_error_message([&] { quantizer->decode(bad, context, out.data()); });

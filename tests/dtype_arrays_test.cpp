@@ -57,8 +57,8 @@ TEST(DTypeArraysTest, FloatsToHalvesMatchFloatToHalfInEveryForm) {
       std::vector<std::uint16_t> halves(values.size() - offset, 0xFFFF);
       floats_to_halves(halves.size(), values.data() + offset, halves.data());
       for (std::size_t i = 0; i < halves.size(); ++i) {
-        ASSERT_EQ(halves[i], expected[i + offset])
-            << kernel_set_name(set) << ": float bits 0x" << std::hex << std::bit_cast<std::uint32_t>(values[i + offset]);
+        ASSERT_EQ(halves[i], expected[i + offset]) << kernel_set_name(set) << ": float bits 0x" << std::hex
+                                                   << std::bit_cast<std::uint32_t>(values[i + offset]);
       }
     }
   }
@@ -107,7 +107,8 @@ TEST(DTypeArraysTest, StoreAndLoadElementsMatchTheElementWiseFunctions) {
         load_elements(values.size(), shifted.data() + 1, dtype, stride, loaded.data());
         for (std::size_t i = 0; i < values.size(); ++i) {
           const float element = load_element(expected.data() + i * stride * size, dtype);
-          ASSERT_EQ(std::bit_cast<std::uint32_t>(loaded[i]), std::bit_cast<std::uint32_t>(element)) << what << " #" << i;
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(loaded[i]), std::bit_cast<std::uint32_t>(element))
+              << what << " #" << i;
         }
       }
     }

@@ -132,7 +132,8 @@ void expect_matches_fixture(const std::string& path, std::string_view fixture_na
     read_all_floats(want.bf16_bits ? floats_view : *view, floats.data());
     ASSERT_EQ(floats.size(), want.values.size());
     for (std::size_t i = 0; i < floats.size(); ++i) {
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(floats[i]), std::bit_cast<std::uint32_t>(static_cast<float>(want.values[i])))
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(floats[i]),
+                std::bit_cast<std::uint32_t>(static_cast<float>(want.values[i])))
           << "element " << i << ": " << floats[i] << " vs " << want.values[i];
     }
   }
@@ -183,7 +184,8 @@ std::vector<std::byte> make_npy(std::string_view header, std::span<const std::by
   std::vector<std::byte> bytes = as_bytes("\x93NUMPY");
   bytes.push_back(static_cast<std::byte>(major));
   bytes.push_back(std::byte{0});
-  for (std::size_t i = 0; i < preamble - 8; ++i) bytes.push_back(static_cast<std::byte>((text.size() >> (8 * i)) & 0xFF));
+  for (std::size_t i = 0; i < preamble - 8; ++i)
+    bytes.push_back(static_cast<std::byte>((text.size() >> (8 * i)) & 0xFF));
   const std::vector<std::byte> header_bytes = as_bytes(text);
   bytes.insert(bytes.end(), header_bytes.begin(), header_bytes.end());
   bytes.insert(bytes.end(), data.begin(), data.end());

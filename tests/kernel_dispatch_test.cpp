@@ -67,7 +67,8 @@ void expect_every_form_agrees(const Compute& compute, const std::string& what) {
 std::vector<float> test_values(std::size_t count, std::uint64_t seed) {
   Rng rng(seed);
   std::vector<float> values(count);
-  for (float& v : values) v = static_cast<float>(rng.gaussian() * std::ldexp(1.0, static_cast<int>(rng.uniform() * 40) - 20));
+  for (float& v : values)
+    v = static_cast<float>(rng.gaussian() * std::ldexp(1.0, static_cast<int>(rng.uniform() * 40) - 20));
   return values;
 }
 
@@ -230,7 +231,8 @@ TEST(KernelDispatchTest, QuantizeAndPackAgree) {
       for (std::uint64_t bit_offset : {0, 8, 24, 3, 13}) {
         const std::uint64_t end_bit = bit_offset + count * static_cast<std::uint64_t>(bits);
         std::vector<std::uint8_t> before(packed_bytes(end_bit + 11, 1), 0xFF);
-        for (std::uint64_t bit = bit_offset; bit < end_bit; ++bit) before[bit / 8] &= static_cast<std::uint8_t>(~(1u << (bit % 8)));
+        for (std::uint64_t bit = bit_offset; bit < end_bit; ++bit)
+          before[bit / 8] &= static_cast<std::uint8_t>(~(1u << (bit % 8)));
         expect_every_form_agrees<std::vector<std::uint8_t>>(
             [&] {
               auto packed = before;
@@ -238,7 +240,8 @@ TEST(KernelDispatchTest, QuantizeAndPackAgree) {
               return packed;
             },
             "quantize_and_pack b=" + std::to_string(bits) + " count " + std::to_string(count) + " offset " +
-                std::to_string(bit_offset) + " dist " + std::string(codebook_distribution_name(codebook->distribution)));
+                std::to_string(bit_offset) + " dist " +
+                std::string(codebook_distribution_name(codebook->distribution)));
       }
     }
   }

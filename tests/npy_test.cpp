@@ -326,8 +326,9 @@ TEST(NpyErrorTest, HeaderIsNotADict) {
   EXPECT_TRUE(throws_input_error([&] { open_handmade(path, "['<f4', False, (2, 3)]", data); }, {path, "not a dict"}));
   EXPECT_TRUE(throws_input_error([&] { open_handmade(path, "{descr: '<f4'}", data); },
                                  {path, "not a valid Python literal", "header byte 1"}));
-  EXPECT_TRUE(throws_input_error([&] { open_handmade(path, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)", data); },
-                                 {path, "expected ',' or '}'"}));
+  EXPECT_TRUE(
+      throws_input_error([&] { open_handmade(path, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)", data); },
+                         {path, "expected ',' or '}'"}));
   EXPECT_TRUE(throws_input_error([&] { open_handmade(path, std::string(kGoodHeader) + " junk", data); },
                                  {path, "the end of the header"}));
   EXPECT_TRUE(throws_input_error([&] { open_handmade(path, "{'descr: '<f4'}", data); }, {path, "not a valid"}));

@@ -186,8 +186,9 @@ TEST(NpzReadTest, StoredMembersPointIntoTheFile) {
   const auto file = TensorFile::open(fixture("savez.npz"));
   for (const TensorView& view : file->tensors()) {
     ASSERT_LE(view.file_offset + view.byte_size, archive.size());
-    const std::vector<std::byte> in_file(archive.begin() + static_cast<std::ptrdiff_t>(view.file_offset),
-                                         archive.begin() + static_cast<std::ptrdiff_t>(view.file_offset + view.byte_size));
+    const std::vector<std::byte> in_file(
+        archive.begin() + static_cast<std::ptrdiff_t>(view.file_offset),
+        archive.begin() + static_cast<std::ptrdiff_t>(view.file_offset + view.byte_size));
     EXPECT_EQ(read_all_bytes(view), in_file) << view.name;
     file->release(view);  // gives the pages back; the data reads the same afterwards
     EXPECT_EQ(read_all_bytes(view), in_file) << view.name;
@@ -295,7 +296,9 @@ TEST(NpzWriteTest, RefusesDuplicateOrEmptyNames) {
 TEST(NpzWriteTest, TwinsOfNumpyFixturesHoldTheSameTensors) {
   ScratchDir scratch;
   const char* keep = std::getenv("TQLAB_IO_CHECK_DIR");
-  auto out = [&](const std::string& name) { return keep != nullptr ? fmt::format("{}/{}", keep, name) : scratch.file(name); };
+  auto out = [&](const std::string& name) {
+    return keep != nullptr ? fmt::format("{}/{}", keep, name) : scratch.file(name);
+  };
   int written = 0;
   for (const std::string& name : io_test::fixture_names("")) {
     if (name.ends_with(".safetensors")) continue;

@@ -21,7 +21,8 @@ TEST(ParallelFor, RunsEveryItemOnceOnEachThreadCount) {
       EXPECT_LT(worker, threads);
       ++seen[item];
     });
-    for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i].load(), 1) << "item " << i << ", " << threads << " threads";
+    for (std::size_t i = 0; i < seen.size(); ++i)
+      EXPECT_EQ(seen[i].load(), 1) << "item " << i << ", " << threads << " threads";
   }
   parallel_for(0, 4, [](std::size_t, int) { FAIL() << "no items, no calls"; });
 }

@@ -125,7 +125,8 @@ TEST(QjlSketchTest, BatchesGiveEachVectorItsOwnBits) {
     for (int n : {1, 2, 3, 4, 5, 7, 9}) {
       std::vector<float> residuals;
       for (int v = 0; v < n; ++v) {
-        const std::vector<float> r = v % 3 == 2 ? on_zero_crossing(sketch, v, rng) : gaussian_vector(rng, shape.dim, 1.0);
+        const std::vector<float> r =
+            v % 3 == 2 ? on_zero_crossing(sketch, v, rng) : gaussian_vector(rng, shape.dim, 1.0);
         residuals.insert(residuals.end(), r.begin(), r.end());
       }
       std::vector<std::uint8_t> expected(n * m);

@@ -51,7 +51,8 @@ Json make_run(const std::string& k, double bits, double kl, double kl_se = 0.01,
   run["sink"] = 0;
   run["seeds"] = seeds;
   run["origin"] = "runs[0]";
-  run["bits"] = {{"bits_k", bits}, {"bits_v", 3.125}, {"bits_kv", (bits + 3.125) / 2}, {"compression", 32 / (bits + 3.125)}};
+  run["bits"] = {
+      {"bits_k", bits}, {"bits_v", 3.125}, {"bits_kv", (bits + 3.125) / 2}, {"compression", 32 / (bits + 3.125)}};
   run["metrics"]["k_rel_mse"] = metric(kl / 2, 0.001, {kl / 2});
   run["metrics"]["attn_kl"] = metric(kl, kl_se, {kl});
   run["metrics"]["needle_top1@1"] = metric(0.9, 0.02, {0.9});
@@ -80,8 +81,8 @@ Json make_sweep(const std::vector<Json>& runs) {
 Json two_runs() { return make_sweep({make_run("tq:b=2", 2.125, 0.2), make_run("tq:b=3", 3.125, 0.05)}); }
 
 DiffResult diff(const Json& a, const Json& b, const DiffOptions& options = {}) {
-  return diff_documents(comparable_document(a, "a.json", options.timing), comparable_document(b, "b.json", options.timing),
-                        options);
+  return diff_documents(comparable_document(a, "a.json", options.timing),
+                        comparable_document(b, "b.json", options.timing), options);
 }
 
 const RowDiff* find_row(const DiffResult& result, const std::string& key) {
@@ -260,7 +261,8 @@ TEST(ResultsDiffTest, ConfigAndDataDifferencesComeFirstAndContextIsNotADifferenc
   EXPECT_LT(text.find("WARNING: the data differ"), text.find("config.metrics.needle.trials")) << text;
   // The config's run list is compared run by run, not as a header leaf.
   Json more = make_sweep({make_run("tq:b=2", 2.125, 0.2), make_run("tq:b=3", 3.125, 0.05), make_run("q4_0", 4.5, 0.1)});
-  for (const LeafDiff& leaf : diff(two_runs(), more).header) EXPECT_FALSE(leaf.path.starts_with("config.runs")) << leaf.path;
+  for (const LeafDiff& leaf : diff(two_runs(), more).header)
+    EXPECT_FALSE(leaf.path.starts_with("config.runs")) << leaf.path;
 }
 
 TEST(ResultsDiffTest, TimingIsIgnoredUnlessAskedFor) {
@@ -296,7 +298,8 @@ TEST(ResultsDiffTest, MetricFilterRestrictsAndAnUnknownNameIsAnError) {
   EXPECT_TRUE(quantity_matches("theorem1.upper_bound", "theorem1"));
   EXPECT_FALSE(quantity_matches("attn_kl_p95", "attn_kl"));
   options.metrics = {"atn_kl"};
-  EXPECT_TRUE(throws_input_error([&] { diff(two_runs(), changed, options); }, {"--metric 'atn_kl'", "a.json", "attn_kl"}));
+  EXPECT_TRUE(
+      throws_input_error([&] { diff(two_runs(), changed, options); }, {"--metric 'atn_kl'", "a.json", "attn_kl"}));
 }
 
 TEST(ResultsDiffTest, SchemasMustBeKnownAndTheSame) {
@@ -317,14 +320,18 @@ TEST(ResultsDiffTest, SchemasMustBeKnownAndTheSame) {
   std::ofstream(scratch.file("plain.json")) << "{\"runs\": []}";
   std::ofstream(scratch.file("good.json")) << two_runs().dump();
   const DiffOptions options;
-  EXPECT_TRUE(throws_input_error([&] { diff_results_files(scratch.file("broken.json"), scratch.file("good.json"), options); },
-                                 {"broken.json", "not valid JSON"}));
-  EXPECT_TRUE(throws_input_error([&] { diff_results_files(scratch.file("good.json"), scratch.file("list.json"), options); },
-                                 {"list.json", "object"}));
-  EXPECT_TRUE(throws_input_error([&] { diff_results_files(scratch.file("plain.json"), scratch.file("good.json"), options); },
-                                 {"plain.json", "schema"}));
-  EXPECT_TRUE(throws_input_error([&] { diff_results_files(scratch.file("none.json"), scratch.file("good.json"), options); },
-                                 {"none.json", "cannot be read"}));
+  EXPECT_TRUE(
+      throws_input_error([&] { diff_results_files(scratch.file("broken.json"), scratch.file("good.json"), options); },
+                         {"broken.json", "not valid JSON"}));
+  EXPECT_TRUE(
+      throws_input_error([&] { diff_results_files(scratch.file("good.json"), scratch.file("list.json"), options); },
+                         {"list.json", "object"}));
+  EXPECT_TRUE(
+      throws_input_error([&] { diff_results_files(scratch.file("plain.json"), scratch.file("good.json"), options); },
+                         {"plain.json", "schema"}));
+  EXPECT_TRUE(
+      throws_input_error([&] { diff_results_files(scratch.file("none.json"), scratch.file("good.json"), options); },
+                         {"none.json", "cannot be read"}));
   EXPECT_FALSE(diff_results_files(scratch.file("good.json"), scratch.file("good.json"), options).differs());
 }
 
@@ -359,9 +366,12 @@ TEST(ResultsDiffTest, RealSweepResultsCompareEveryPerSeedPerLayerAndPerHeadValue
   sweep_test::write_dump(scratch.file("dump.safetensors"), sweep_test::DumpShape{2, 1, 2, 4, 24, 16, 8});
   const nlohmann::json config = {
       {"data", {{"path", "dump.safetensors"}}},
-      {"runs", {{{"k", "tq:b=3"}, {"v", "tq:b=2"}}, {{"k", {{"default", "tq:b=2"}, {"layers", {{"1", "tq:b=4"}}}}}, {"v", "fp8_e4m3"}}}},
+      {"runs",
+       {{{"k", "tq:b=3"}, {"v", "tq:b=2"}},
+        {{"k", {{"default", "tq:b=2"}, {"layers", {{"1", "tq:b=4"}}}}}, {"v", "fp8_e4m3"}}}},
       {"seeds", {0, 1}},
-      {"metrics", {{"attention", {{"chunk", 12}}}, {"needle", {{"trials", 4}, {"synth_trials", 1}}}, {"per_head", true}}}};
+      {"metrics",
+       {{"attention", {{"chunk", 12}}}, {"needle", {{"trials", 4}, {"synth_trials", 1}}}, {"per_head", true}}}};
   const sweep_test::SweepRun sweep = sweep_test::run_config(config, scratch.file("c.json"));
   const Json document = Json::parse(sweep_results_json(sweep.plan, sweep.results, DataIdentity{1, "ab"}).dump());
   const DiffResult same = diff(document, document);
@@ -375,7 +385,8 @@ TEST(ResultsDiffTest, RealSweepResultsCompareEveryPerSeedPerLayerAndPerHeadValue
   EXPECT_EQ(kl->details_compared, 14u);
 
   Json changed = document;
-  changed["runs"][1]["per_head"]["attn_kl"][1][2] = changed["runs"][1]["per_head"]["attn_kl"][1][2].get<double>() * 1.01;
+  changed["runs"][1]["per_head"]["attn_kl"][1][2] =
+      changed["runs"][1]["per_head"]["attn_kl"][1][2].get<double>() * 1.01;
   const DiffResult moved = diff(document, changed);
   EXPECT_TRUE(moved.differs());
   const QuantityDiff* head = find_quantity(moved, same.rows[1].key, "attn_kl");

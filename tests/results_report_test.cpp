@@ -144,7 +144,9 @@ TEST_F(ReportTest, RealSweepResultsWithAPerLayerSpec) {
   sweep_test::write_dump(scratch_.file("dump.safetensors"), sweep_test::DumpShape{2, 1, 2, 4, 24, 16, 8});
   const nlohmann::json config = {
       {"data", {{"path", "dump.safetensors"}}},
-      {"runs", {{{"k", "tq:b=3"}, {"v", "tq:b=2"}}, {{"k", {{"default", "tq:b=2"}, {"layers", {{"1", "tq:b=4"}}}}}, {"v", "fp8_e4m3"}}}},
+      {"runs",
+       {{{"k", "tq:b=3"}, {"v", "tq:b=2"}},
+        {{"k", {{"default", "tq:b=2"}, {"layers", {{"1", "tq:b=4"}}}}}, {"v", "fp8_e4m3"}}}},
       {"seeds", {0, 1}},
       {"metrics", {{"attention", {{"chunk", 12}}}, {"needle", {{"trials", 4}, {"synth_trials", 1}}}}}};
   const sweep_test::SweepRun sweep = sweep_test::run_config(config, scratch_.file("c.json"));
@@ -171,7 +173,8 @@ TEST_F(ReportTest, UnknownMetricOrSchemaIsAnError) {
   EXPECT_TRUE(throws_input_error([&] { report_text(file, options); }, {"results.json", "attn_kll", "attn_kl"}));
   const std::string bounds = scratch_.file("bounds.json");
   std::ofstream(bounds) << R"({"schema": "tqlab.bounds/1", "rows": []})";
-  EXPECT_TRUE(throws_input_error([&] { read_sweep_results(bounds); }, {"bounds.json", "tqlab.bounds/1", "tqlab.sweep/1"}));
+  EXPECT_TRUE(
+      throws_input_error([&] { read_sweep_results(bounds); }, {"bounds.json", "tqlab.bounds/1", "tqlab.sweep/1"}));
   const std::string broken = scratch_.file("broken.json");
   std::ofstream(broken) << R"({"schema": "tqlab.sweep/1", "runs": [{"id": "x"}]})";
   EXPECT_TRUE(throws_input_error([&] { read_sweep_results(broken); }, {"broken.json", "runs[0]", "k"}));

@@ -52,7 +52,8 @@ TEST(RotationStructureTest, OneHotUnderOneHadamardRoundIsTheExactPredictedError)
     const Measured hadamard = measure("hadamard", bits, kDim, x, 2);
     EXPECT_NEAR(hadamard.plain.d_mse.mean, kDim * (level - coordinate) * (level - coordinate), kFloatTolerance) << bits;
     EXPECT_NEAR(hadamard.plain.inner_product.mean, std::sqrt(kDim) * level, kFloatTolerance) << bits;
-    EXPECT_NEAR(hadamard.debiased.inner_product.mean, std::sqrt(kDim) * level / codebook.alpha, kFloatTolerance) << bits;
+    EXPECT_NEAR(hadamard.debiased.inner_product.mean, std::sqrt(kDim) * level / codebook.alpha, kFloatTolerance)
+        << bits;
     EXPECT_EQ(hadamard.plain.d_mse.standard_error, 0.0) << "the same error for every e_i and every seed";
   }
   const Measured review = measure("hadamard", 2, kDim, x, 2);

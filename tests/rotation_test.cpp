@@ -324,7 +324,8 @@ TEST_P(RotationPropertyTest, ScaledFormsAreScalingAndRotatingBitForBit) {
   // Scales that keep every value finite (the last row's 7.1e30 times a unit-variance value would not).
   std::vector<float> finite_scales = scales;
   finite_scales.back() = 1e3f;
-  ASSERT_TRUE(rotation->inverse_scaled(kRows, y.data(), finite_scales.data(), out.data(), static_cast<std::int64_t>(stride)));
+  ASSERT_TRUE(
+      rotation->inverse_scaled(kRows, y.data(), finite_scales.data(), out.data(), static_cast<std::int64_t>(stride)));
   for (std::size_t r = 0; r < kRows; ++r) {
     for (std::size_t i = 0; i < d; ++i) {
       const float want = rotated[r * d + i] * finite_scales[r];
@@ -333,14 +334,16 @@ TEST_P(RotationPropertyTest, ScaledFormsAreScalingAndRotatingBitForBit) {
     for (std::size_t i = d; i < stride; ++i) ASSERT_EQ(out[r * stride + i], sentinel) << "wrote past a row";
   }
   std::vector<float> same = y;
-  ASSERT_TRUE(rotation->inverse_scaled(kRows, same.data(), finite_scales.data(), same.data(), static_cast<std::int64_t>(d)));
+  ASSERT_TRUE(
+      rotation->inverse_scaled(kRows, same.data(), finite_scales.data(), same.data(), static_cast<std::int64_t>(d)));
   for (std::size_t r = 0; r < kRows; ++r) {
     ASSERT_TRUE(bits_equal(&same[r * d], &out[r * stride], d)) << "inverse_scaled in place, row " << r;
   }
   // 7.1e30 * 1e10 overflows: reported, whichever row holds it.
   std::vector<float> large = y;
   for (float& value : large) value *= 1e10f;
-  EXPECT_FALSE(rotation->inverse_scaled(kRows, large.data(), scales.data(), out.data(), static_cast<std::int64_t>(stride)));
+  EXPECT_FALSE(
+      rotation->inverse_scaled(kRows, large.data(), scales.data(), out.data(), static_cast<std::int64_t>(stride)));
   std::vector<float> one_infinite = y;
   one_infinite[2 * d + d / 2] = INFINITY;
   EXPECT_FALSE(rotation->inverse_scaled(kRows, one_infinite.data(), finite_scales.data(), out.data(),
@@ -489,8 +492,8 @@ TEST(HaarRotationTest, TraceMomentsEntrySignsAndMomentsMatchHaarMeasure) {
   // (B >= 4) (Diaconis & Shahshahani 1994: the moments of tr Π equal those of
   // N(0,1) up to order B). Each entry is a coordinate of a uniform unit vector:
   // E Π_ij = 0, E Π_ij^2 = 1/B, E Π_ij^4 = 3 / (B (B + 2)),
-  // E Π_ij^8 = 105 / (B (B + 2) (B + 4) (B + 6)), and its sign is a fair coin. Householder QR without the sign fix gives Π(0,0) <= 0 always
-  // and a biased trace, which these checks catch.
+  // E Π_ij^8 = 105 / (B (B + 2) (B + 4) (B + 6)), and its sign is a fair coin. Householder QR without the sign fix
+  // gives Π(0,0) <= 0 always and a biased trace, which these checks catch.
   constexpr int kSeeds = 3000;
   for (const int dim : {3, 8}) {
     const auto d = static_cast<std::size_t>(dim);

@@ -100,7 +100,9 @@ std::size_t element_index(const std::vector<std::int64_t>& shape, const KvLayout
 std::vector<float> expected_output(const InputTensor& tensor, const std::string& layout_text, const std::string& spec,
                                    Role role, int layer, std::uint64_t seed) {
   const KvLayout layout = parse_kv_layout(layout_text);
-  const auto extent = [&](int axis) { return axis < 0 ? 1 : static_cast<int>(tensor.shape[static_cast<std::size_t>(axis)]); };
+  const auto extent = [&](int axis) {
+    return axis < 0 ? 1 : static_cast<int>(tensor.shape[static_cast<std::size_t>(axis)]);
+  };
   const int seqs = extent(layout.seq_axis), heads = extent(layout.head_axis), dim = extent(layout.dim_axis);
   const std::int64_t tokens = extent(layout.token_axis);
   const auto quantizer = make_quantizer(spec);
@@ -110,7 +112,8 @@ std::vector<float> expected_output(const InputTensor& tensor, const std::string&
     for (int head = 0; head < heads; ++head) {
       for (std::int64_t t = 0; t < tokens; ++t) {
         for (int d = 0; d < dim; ++d) {
-          slab[static_cast<std::size_t>(t * dim + d)] = tensor.values[element_index(tensor.shape, layout, seq, head, t, d)];
+          slab[static_cast<std::size_t>(t * dim + d)] =
+              tensor.values[element_index(tensor.shape, layout, seq, head, t, d)];
         }
       }
       const QuantContext context{seed, role, layer, head};
@@ -222,7 +225,8 @@ TEST(RoundtripTest, EachHeadIsQuantizedWithItsContextAndTheRestIsCopied) {
   options.values = "blk.{layer}.v";
   options.queries = "blk.{layer}.q";
   options.seed = 99;
-  const RoundtripReport report = run_roundtrip(scratch.file("in.safetensors"), scratch.file("out.safetensors"), options);
+  const RoundtripReport report =
+      run_roundtrip(scratch.file("in.safetensors"), scratch.file("out.safetensors"), options);
   EXPECT_EQ(report.layout, layout);  // from the metadata
   EXPECT_EQ(report.copied_tensors, 1);
   ASSERT_EQ(report.tensors.size(), 6u);
@@ -250,7 +254,8 @@ TEST(RoundtripTest, EachHeadIsQuantizedWithItsContextAndTheRestIsCopied) {
     EXPECT_EQ(result.spec, spec);
     double error = 0, energy = 0;
     for (std::size_t j = 0; j < written.size(); ++j) {
-      error += (static_cast<double>(tensor.values[j]) - written[j]) * (static_cast<double>(tensor.values[j]) - written[j]);
+      error +=
+          (static_cast<double>(tensor.values[j]) - written[j]) * (static_cast<double>(tensor.values[j]) - written[j]);
       energy += static_cast<double>(tensor.values[j]) * tensor.values[j];
     }
     EXPECT_NEAR(result.relative_mse(), error / energy, 1e-12 * error / energy);
@@ -278,7 +283,8 @@ TEST(RoundtripTest, EachHeadIsQuantizedWithItsContextAndTheRestIsCopied) {
   for (const char* name : {"blk.5.k", "blk.5.v"}) {
     EXPECT_EQ(read_tensor(*single, name), read_tensor(*output, name)) << name;
   }
-  for (std::size_t i : {1u, 2u, 3u, 6u}) EXPECT_EQ(read_tensor(*single, input[i].name), input[i].values) << input[i].name;
+  for (std::size_t i : {1u, 2u, 3u, 6u})
+    EXPECT_EQ(read_tensor(*single, input[i].name), input[i].values) << input[i].name;
   EXPECT_EQ(single->metadata().count("tqlab.roundtrip.q"), 0u);
 }
 
@@ -373,7 +379,8 @@ TEST(RoundtripTest, Fp16SpecOnFp16InputIsBitExact) {
   RoundtripOptions options;
   options.key_spec = "fp16";
   options.value_spec = "bf16";
-  const RoundtripReport report = run_roundtrip(scratch.file("in.safetensors"), scratch.file("out.safetensors"), options);
+  const RoundtripReport report =
+      run_roundtrip(scratch.file("in.safetensors"), scratch.file("out.safetensors"), options);
   for (const RoundtripTensorResult& result : report.tensors) EXPECT_EQ(result.relative_mse(), 0.0) << result.name;
   const auto input = TensorFile::open(scratch.file("in.safetensors"));
   const auto output = TensorFile::open(scratch.file("out.safetensors"));
@@ -448,8 +455,9 @@ TEST(RoundtripTest, NonFiniteInputAndOverflowingOutputNameTheTensor) {
   RoundtripOptions options;
   options.key_spec = "tq:b=3";
   options.value_spec = "tq:b=3";
-  EXPECT_TRUE(throws_input_error([&] { run_roundtrip(scratch.file("nan.safetensors"), scratch.file("o.npz"), options); },
-                                 {"nan.safetensors", "layers.0.k", "head 1", "token 4, channel 7"}));
+  EXPECT_TRUE(
+      throws_input_error([&] { run_roundtrip(scratch.file("nan.safetensors"), scratch.file("o.npz"), options); },
+                         {"nan.safetensors", "layers.0.k", "head 1", "token 4, channel 7"}));
 
   // q8_0 stores the scale 65504/127 as fp16 516, so 65504 decodes to
   // 127 * 516 = 65532, which f16 rounds to Inf: the output cannot hold it.
@@ -551,7 +559,8 @@ TEST(RoundtripTest, StreamedErrorIsTheFirstSlabsAndLeavesNoFile) {
               reference_error);
   }
   std::vector<std::string> left;
-  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(scratch.file("in.safetensors")).parent_path())) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(scratch.file("in.safetensors")).parent_path())) {
     left.push_back(entry.path().filename().string());
   }
   EXPECT_EQ(left, std::vector<std::string>{"in.safetensors"});

@@ -391,7 +391,8 @@ TEST_F(SafetensorsTest, HeaderNotAnObject) {
   const std::map<std::string, std::string> headers = {{"[1, 2]", "array"}, {"\"text\"", "string"}, {"42  ", "number"}};
   for (const auto& [header, type] : headers) {
     const std::string message = header_error(header, 0);
-    EXPECT_TRUE(mentions(message, "the safetensors header is a JSON " + type + ", expected an object of tensor entries"))
+    EXPECT_TRUE(
+        mentions(message, "the safetensors header is a JSON " + type + ", expected an object of tensor entries"))
         << message;
   }
 }
@@ -420,7 +421,8 @@ TEST_F(SafetensorsTest, EntryFieldsOfTheWrongType) {
       {R"({"k": {"dtype": "F16", "shape": "2", "data_offsets": [0, 4]}})", "shape is \"2\""},
       {R"({"k": {"dtype": "F16", "shape": [-2], "data_offsets": [0, 4]}})", "holds -2"},
       {R"({"k": {"dtype": "F16", "shape": [2.0], "data_offsets": [0, 4]}})", "holds 2.0"},
-      {R"({"k": {"dtype": "F16", "shape": [9223372036854775808], "data_offsets": [0, 4]}})", "holds 9223372036854775808"},
+      {R"({"k": {"dtype": "F16", "shape": [9223372036854775808], "data_offsets": [0, 4]}})",
+       "holds 9223372036854775808"},
       {R"({"k": {"dtype": "F16", "shape": [2], "data_offsets": [4]}})", "data_offsets is [4]"},
       {R"({"k": {"dtype": "F16", "shape": [2], "data_offsets": [0, "4"]}})", "data_offsets is [0,\"4\"]"},
       {R"({"k": {"dtype": "F16", "shape": [2], "data_offsets": [-4, 0]}})", "data_offsets is [-4,0]"},
@@ -498,7 +500,8 @@ TEST_F(SafetensorsTest, ReadsEveryDtypeOfTheFixture) {
     read_all_floats(view, floats.data());
     ASSERT_EQ(floats.size(), want.values.size());
     for (std::size_t i = 0; i < floats.size(); ++i) {
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(floats[i]), std::bit_cast<std::uint32_t>(static_cast<float>(want.values[i])))
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(floats[i]),
+                std::bit_cast<std::uint32_t>(static_cast<float>(want.values[i])))
           << "element " << i;
     }
   }
@@ -564,7 +567,8 @@ TEST_F(SafetensorsTest, GapsAndTrailingBytesAreErrors) {
       header_error(object_of({entry("a", "F32", "[1]", 0, 4), entry("b", "F32", "[1]", 8, 12)}), 12);
   EXPECT_TRUE(mentions(gap, "bytes [4, 8) of the data buffer, before tensor 'b', belong to no tensor")) << gap;
   const std::string trailing = header_error(object_of({entry("a", "F32", "[1]", 0, 4)}), 9);
-  EXPECT_TRUE(mentions(trailing, "the last 5 bytes of the 9-byte data buffer belong to no tensor (tensor 'a' ends at 4"))
+  EXPECT_TRUE(
+      mentions(trailing, "the last 5 bytes of the 9-byte data buffer belong to no tensor (tensor 'a' ends at 4"))
       << trailing;
   const std::string no_tensors = header_error("{}", 3);
   EXPECT_TRUE(mentions(no_tensors, "the last 3 bytes")) << no_tensors;
@@ -574,7 +578,8 @@ TEST_F(SafetensorsTest, DuplicateKeys) {
   const std::string tensor =
       header_error(object_of({entry("k", "F32", "[1]", 0, 4), entry("k", "F32", "[1]", 0, 4)}), 4);
   EXPECT_TRUE(mentions(tensor, "lists tensor 'k' twice")) << tensor;
-  const std::string field = header_error(R"({"k": {"dtype": "F16", "dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 4);
+  const std::string field =
+      header_error(R"({"k": {"dtype": "F16", "dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 4);
   EXPECT_TRUE(mentions(field, "key \"dtype\" twice")) << field;
 }
 

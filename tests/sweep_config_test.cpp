@@ -96,40 +96,96 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, SweepConfigErrors,
     ::testing::Values(
         BadConfig{"unknown_top_key", [](json& c) { c["metric"] = 1; }, {"unknown key 'metric'", "metrics"}},
-        BadConfig{"unknown_nested_key", [](json& c) { c["metrics"] = {{"attention", {{"chunks", 4}}}}; },
+        BadConfig{"unknown_nested_key",
+                  [](json& c) {
+                    c["metrics"] = {{"attention", {{"chunks", 4}}}};
+                  },
                   {"metrics.attention.chunks", "chunk, causal"}},
-        BadConfig{"bad_spec", [](json& c) { c["grid"]["k"] = {"tq:b=3", "tq:b=4", "tq:b=9"}; }, {"grid.k[2]", "tq:b=9"}},
+        BadConfig{"bad_spec",
+                  [](json& c) {
+                    c["grid"]["k"] = {"tq:b=3", "tq:b=4", "tq:b=9"};
+                  },
+                  {"grid.k[2]", "tq:b=9"}},
         BadConfig{"spec_not_a_string", [](json& c) { c["grid"]["v"] = {3}; }, {"grid.v[0]", "an integer"}},
         BadConfig{"empty_grid_list", [](json& c) { c["grid"]["k"] = json::array(); }, {"grid.k", "empty"}},
         BadConfig{"no_runs", [](json& c) { c.erase("grid"); }, {"no runs"}},
         BadConfig{"missing_v", [](json& c) { c["grid"].erase("v"); }, {"missing key 'grid.v'"}},
-        BadConfig{"negative_window", [](json& c) { c["grid"]["window"] = {0, -4}; }, {"grid.window[1]", "-4"}},
+        BadConfig{"negative_window",
+                  [](json& c) {
+                    c["grid"]["window"] = {0, -4};
+                  },
+                  {"grid.window[1]", "-4"}},
         BadConfig{"window_not_list", [](json& c) { c["grid"]["window"] = 4; }, {"grid.window", "a list"}},
         BadConfig{"data_missing", [](json& c) { c.erase("data"); }, {"missing key 'data'"}},
         BadConfig{"template_without_layer", [](json& c) { c["data"]["keys"] = "k"; }, {"data.keys", "{layer}"}},
         BadConfig{"bad_layout", [](json& c) { c["data"]["layout"] = "head tokens dim"; }, {"data.layout", "tokens"}},
         BadConfig{"bad_layers", [](json& c) { c["data"]["layers"] = "0,x"; }, {"data.layers", "'x'"}},
         BadConfig{"bad_nonfinite", [](json& c) { c["data"]["nonfinite"] = "drop"; }, {"data.nonfinite", "error, skip"}},
-        BadConfig{"scale_word", [](json& c) { c["metrics"] = {{"attention", {{"scale", "sqrt"}}}}; },
+        BadConfig{"scale_word",
+                  [](json& c) {
+                    c["metrics"] = {{"attention", {{"scale", "sqrt"}}}};
+                  },
                   {"metrics.attention.scale", "1/sqrt(d)"}},
-        BadConfig{"scale_negative", [](json& c) { c["metrics"] = {{"attention", {{"scale", -1}}}}; },
+        BadConfig{"scale_negative",
+                  [](json& c) {
+                    c["metrics"] = {{"attention", {{"scale", -1}}}};
+                  },
                   {"metrics.attention.scale", "positive"}},
-        BadConfig{"chunk_zero", [](json& c) { c["metrics"] = {{"attention", {{"chunk", 0}}}}; },
+        BadConfig{"chunk_zero",
+                  [](json& c) {
+                    c["metrics"] = {{"attention", {{"chunk", 0}}}};
+                  },
                   {"metrics.attention.chunk", "out of range"}},
-        BadConfig{"window_mode", [](json& c) { c["metrics"] = {{"attention", {{"window_mode", "last"}}}}; },
+        BadConfig{"window_mode",
+                  [](json& c) {
+                    c["metrics"] = {{"attention", {{"window_mode", "last"}}}};
+                  },
                   {"metrics.attention.window_mode", "recent, tail"}},
-        BadConfig{"margin_zero", [](json& c) { c["metrics"] = {{"needle", {{"margins", {1, 0}}}}}; },
+        BadConfig{"margin_zero",
+                  [](json& c) {
+                    c["metrics"] = {{"needle", {{"margins", {1, 0}}}}};
+                  },
                   {"metrics.needle.margins[1]", "0 < margin"}},
-        BadConfig{"family_number", [](json& c) { c["metrics"] = {{"needle", 3}}; }, {"metrics.needle", "true, false"}},
-        BadConfig{"all_off", [](json& c) { c["metrics"] = {{"needle", false}, {"attention", false}, {"reconstruction", false}}; },
+        BadConfig{"family_number",
+                  [](json& c) {
+                    c["metrics"] = {{"needle", 3}};
+                  },
+                  {"metrics.needle", "true, false"}},
+        BadConfig{"all_off",
+                  [](json& c) {
+                    c["metrics"] = {{"needle", false}, {"attention", false}, {"reconstruction", false}};
+                  },
                   {"metrics", "switched off"}},
-        BadConfig{"seed_and_seeds", [](json& c) { c["seed"] = 1; c["seeds"] = {2}; }, {"\"seeds\"", "not both"}},
-        BadConfig{"negative_seed", [](json& c) { c["seeds"] = {1, -2}; }, {"seeds[1]", "non-negative"}},
-        BadConfig{"repeated_seed", [](json& c) { c["seeds"] = {1, 1}; }, {"seeds", "twice"}},
-        BadConfig{"allocation", [](json& c) { c["runs"] = {{{"allocation", "a.json"}}}; }, {"runs[0].allocation"}},
-        BadConfig{"layer_spec_key", [](json& c) { c["runs"] = {{{"k", {{"default", "fp16"}, {"layers", {{"x", "fp16"}}}}}, {"v", "fp16"}}}; },
+        BadConfig{"seed_and_seeds",
+                  [](json& c) {
+                    c["seed"] = 1;
+                    c["seeds"] = {2};
+                  },
+                  {"\"seeds\"", "not both"}},
+        BadConfig{"negative_seed",
+                  [](json& c) {
+                    c["seeds"] = {1, -2};
+                  },
+                  {"seeds[1]", "non-negative"}},
+        BadConfig{"repeated_seed",
+                  [](json& c) {
+                    c["seeds"] = {1, 1};
+                  },
+                  {"seeds", "twice"}},
+        BadConfig{"allocation",
+                  [](json& c) {
+                    c["runs"] = {{{"allocation", "a.json"}}};
+                  },
+                  {"runs[0].allocation"}},
+        BadConfig{"layer_spec_key",
+                  [](json& c) {
+                    c["runs"] = {{{"k", {{"default", "fp16"}, {"layers", {{"x", "fp16"}}}}}, {"v", "fp16"}}};
+                  },
                   {"runs[0].k.layers", "'x'"}},
-        BadConfig{"run_spec_object", [](json& c) { c["runs"] = {{{"k", {{"bits", 3}}}, {"v", "fp16"}}}; },
+        BadConfig{"run_spec_object",
+                  [](json& c) {
+                    c["runs"] = {{{"k", {{"bits", 3}}}, {"v", "fp16"}}};
+                  },
                   {"runs[0].k", "unknown key 'runs[0].k.bits'"}},
         BadConfig{"empty_out", [](json& c) { c["out"] = ""; }, {"out", "empty"}}),
     [](const ::testing::TestParamInfo<BadConfig>& info) { return info.param.name; });
@@ -153,7 +209,8 @@ TEST_F(SweepPlanErrors, TwoRunsWithTheSameIdentity) {
   json config = minimal();
   config["grid"]["k"] = {"tq:b=3", "tq:b=4"};
   config["runs"] = {{{"k", "tq:b=4,block=16"}, {"v", "tq:b=3,rot=hadamard"}}};  // the same at head dim 16 / 8
-  EXPECT_TRUE(plan_fails(config, {"grid (k[1], v[0], window[0], sink[0])", "runs[0]", "same run", "k=tq:b=4 v=tq:b=3"}));
+  EXPECT_TRUE(
+      plan_fails(config, {"grid (k[1], v[0], window[0], sink[0])", "runs[0]", "same run", "k=tq:b=4 v=tq:b=3"}));
 }
 
 TEST_F(SweepPlanErrors, MissingTensorsNameTheTemplateAndLayer) {

@@ -96,7 +96,8 @@ class NaiveSweep {
     const auto decode = [&](const Quantizer& quantizer, Role role, int layer, int head, const float* x, int dim,
                             const float* replace_row = nullptr, int row = -1) {
       std::vector<float> input(x, x + static_cast<std::size_t>(T) * dim);
-      if (replace_row) std::copy(replace_row, replace_row + dim, input.begin() + static_cast<std::ptrdiff_t>(row) * dim);
+      if (replace_row)
+        std::copy(replace_row, replace_row + dim, input.begin() + static_cast<std::ptrdiff_t>(row) * dim);
       const QuantContext context{seed_, role, layer, head};
       const EncodedTensor encoded = quantizer.encode(T, dim, input.data(), context);
       std::vector<float> out(input.size());
@@ -184,7 +185,10 @@ class NaiveSweep {
     }
     Sums total;
     for (const Sums& s : layers) {
-      total.k_error += s.k_error; total.k_energy += s.k_energy; total.v_error += s.v_error; total.v_energy += s.v_energy;
+      total.k_error += s.k_error;
+      total.k_energy += s.k_energy;
+      total.v_error += s.v_error;
+      total.v_energy += s.v_energy;
       total.k_nmse += s.k_nmse; total.v_nmse += s.v_nmse; total.k_cos += s.k_cos; total.v_cos += s.v_cos;
       total.vectors += s.vectors; total.queries += s.queries; total.outputs += s.outputs; total.kl += s.kl;
       total.top1 += s.top1; total.top5 += s.top5; total.cos += s.cos; total.out += s.out; total.bias += s.bias;
@@ -222,7 +226,8 @@ class NaiveSweep {
       }
       const double delta = (best + margin - logit(k + static_cast<std::size_t>(trial.key) * dk)) / (scale * q_norm);
       std::vector<float> planted(static_cast<std::size_t>(dk));
-      for (int d = 0; d < dk; ++d) planted[static_cast<std::size_t>(d)] = static_cast<float>(k[trial.key * dk + d] + delta * query[d] / q_norm);
+      for (int d = 0; d < dk; ++d)
+        planted[static_cast<std::size_t>(d)] = static_cast<float>(k[trial.key * dk + d] + delta * query[d] / q_norm);
       std::vector<float> keys_planted(k, k + static_cast<std::size_t>(T) * dk);
       std::copy(planted.begin(), planted.end(), keys_planted.begin() + static_cast<std::ptrdiff_t>(trial.key) * dk);
       const QuantContext context{seed_, Role::key, layer, head};
@@ -233,8 +238,9 @@ class NaiveSweep {
       for (int x = 0; x < keys; ++x) {
         const std::size_t row = static_cast<std::size_t>(chunk_start + x) * dk;
         exact_logits[static_cast<std::size_t>(x)] = logit(keys_planted.data() + row);
-        quantized[static_cast<std::size_t>(x)] =
-            is_exact(exact, chunk_start, chunk_tokens, i, x) ? exact_logits[static_cast<std::size_t>(x)] : logit(decoded.data() + row);
+        quantized[static_cast<std::size_t>(x)] = is_exact(exact, chunk_start, chunk_tokens, i, x)
+                                                     ? exact_logits[static_cast<std::size_t>(x)]
+                                                     : logit(decoded.data() + row);
       }
       const auto weight = [&](const std::vector<double>& l) {
         const double top = *std::max_element(l.begin(), l.end());
@@ -271,7 +277,8 @@ TEST_P(SweepMatchesNaive, EveryMetricOfEveryRunAndLayer) {
   sweep_test::write_dump(data, c.shape);
   const std::vector<double> margins{0.5, 2.0};
   nlohmann::json runs = nlohmann::json::array();
-  for (const NaiveRun& run : c.runs) runs.push_back({{"k", run.k}, {"v", run.v}, {"window", run.window}, {"sink", run.sink}});
+  for (const NaiveRun& run : c.runs)
+    runs.push_back({{"k", run.k}, {"v", run.v}, {"window", run.window}, {"sink", run.sink}});
   nlohmann::json attention = {{"chunk", c.attention.chunk},
                               {"causal", c.attention.causal},
                               {"window_mode", c.attention.window_mode == WindowMode::recent ? "recent" : "tail"}};
@@ -303,7 +310,8 @@ TEST_P(SweepMatchesNaive, EveryMetricOfEveryRunAndLayer) {
         if (!want.run.count(name)) continue;
         SCOPED_TRACE(c.runs[r].k + " / " + c.runs[r].v + ": " + name + ", seed " + std::to_string(seed_index));
         const double expected = want.run.at(name);
-        const double tolerance = (name.starts_with("k_") || name.starts_with("v_") ? kExactTolerance : kAttentionTolerance);
+        const double tolerance =
+            (name.starts_with("k_") || name.starts_with("v_") ? kExactTolerance : kAttentionTolerance);
         ASSERT_TRUE(summary.per_seed[seed_index].has_value());
         EXPECT_NEAR(*summary.per_seed[seed_index], expected, tolerance * std::max(1e-3, std::abs(expected)));
         ++checked;
@@ -335,19 +343,24 @@ AttentionConfig attention(int chunk, bool causal, WindowMode mode, std::optional
   return config;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, SweepMatchesNaive,
-    ::testing::Values(
-        SweepCase{"causal_gqa_chunks_recent_window_sinks", DumpShape{2, 2, 2, 4, 37, 16, 8},
-                  attention(16, true, WindowMode::recent),
-                  {{"tq:b=3", "tq:b=2", 0, 0}, {"tq:b=2,qjl=prod", "fp8_e4m3", 5, 3}, {"tq:b=4,block=8", "tq:b=3", 0, 2},
-                   {"tq:b=1,rot=none", "tq:b=1", 0, 0}}},
-        SweepCase{"bidirectional_tail_window_sink_past_chunk", DumpShape{2, 1, 2, 2, 30, 16, 16},
-                  attention(8, false, WindowMode::tail),
-                  {{"tq:b=3,nc", "tq:b=3", 3, 10}, {"kivi:b=2,group=10", "fp16", 0, 0}}},
-        SweepCase{"causal_tail_window_numeric_scale", DumpShape{1, 2, 1, 3, 41, 8, 8},
-                  attention(64, true, WindowMode::tail, 0.3), {{"tq:b=2", "tq:b=2", 7, 0}, {"fp16", "tq:b=1", 0, 4}}}),
-    [](const ::testing::TestParamInfo<SweepCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Shapes, SweepMatchesNaive,
+                         ::testing::Values(SweepCase{"causal_gqa_chunks_recent_window_sinks",
+                                                     DumpShape{2, 2, 2, 4, 37, 16, 8},
+                                                     attention(16, true, WindowMode::recent),
+                                                     {{"tq:b=3", "tq:b=2", 0, 0},
+                                                      {"tq:b=2,qjl=prod", "fp8_e4m3", 5, 3},
+                                                      {"tq:b=4,block=8", "tq:b=3", 0, 2},
+                                                      {"tq:b=1,rot=none", "tq:b=1", 0, 0}}},
+                                           SweepCase{
+                                               "bidirectional_tail_window_sink_past_chunk",
+                                               DumpShape{2, 1, 2, 2, 30, 16, 16},
+                                               attention(8, false, WindowMode::tail),
+                                               {{"tq:b=3,nc", "tq:b=3", 3, 10}, {"kivi:b=2,group=10", "fp16", 0, 0}}},
+                                           SweepCase{"causal_tail_window_numeric_scale",
+                                                     DumpShape{1, 2, 1, 3, 41, 8, 8},
+                                                     attention(64, true, WindowMode::tail, 0.3),
+                                                     {{"tq:b=2", "tq:b=2", 7, 0}, {"fp16", "tq:b=1", 0, 4}}}),
+                         [](const ::testing::TestParamInfo<SweepCase>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace tqlab
@@ -357,10 +370,14 @@ namespace {
 
 nlohmann::json small_config(const nlohmann::json& seeds) {
   return {{"data", {{"path", "dump.safetensors"}}},
-          {"grid", {{"k", {"tq:b=3", "tq:b=2,qjl=prod", "kivi:b=2,group=16"}}, {"v", {"tq:b=2", "fp8_e5m2"}},
-                    {"window", {0, 4}}, {"sink", {0, 2}}}},
+          {"grid",
+           {{"k", {"tq:b=3", "tq:b=2,qjl=prod", "kivi:b=2,group=16"}},
+            {"v", {"tq:b=2", "fp8_e5m2"}},
+            {"window", {0, 4}},
+            {"sink", {0, 2}}}},
           {"seeds", seeds},
-          {"metrics", {{"attention", {{"chunk", 16}}}, {"needle", {{"trials", 16}, {"synth_trials", 3}}}, {"per_head", true}}}};
+          {"metrics",
+           {{"attention", {{"chunk", 16}}}, {"needle", {{"trials", 16}, {"synth_trials", 3}}}, {"per_head", true}}}};
 }
 
 TEST(SweepDeterminism, SameBytesForOneTwoAndFourThreads) {

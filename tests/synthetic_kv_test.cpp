@@ -23,7 +23,8 @@ double mean_top1_weight(const SyntheticKv& kv, const SyntheticKvOptions& options
     double best = -INFINITY;
     for (int j = 0; j <= t; ++j) {
       double dot = 0;
-      for (int c = 0; c < d; ++c) dot += static_cast<double>(q[static_cast<std::size_t>(t * d + c)]) * k[static_cast<std::size_t>(j * d + c)];
+      for (int c = 0; c < d; ++c)
+        dot += static_cast<double>(q[static_cast<std::size_t>(t * d + c)]) * k[static_cast<std::size_t>(j * d + c)];
       logits[static_cast<std::size_t>(j)] = dot / std::sqrt(static_cast<double>(d));
       best = std::max(best, logits[static_cast<std::size_t>(j)]);
     }

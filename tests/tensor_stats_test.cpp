@@ -138,8 +138,9 @@ TEST(TensorStatsTest, VisitsVectorsAlongAnyAxis) {
 
 TEST(TensorStatsTest, RecognizesKvPairsByName) {
   TensorFile file("mem", "test");
-  for (const char* name : {"layers.1.k", "layers.1.v", "layers.1.q", "layers.0.k", "layers.0.v", "model.layers.2.self_attn.k_proj",
-                           "model.layers.2.self_attn.v_proj", "past.3.key", "past.3.value", "lonely.k", "bk", "bv"}) {
+  for (const char* name :
+       {"layers.1.k", "layers.1.v", "layers.1.q", "layers.0.k", "layers.0.v", "model.layers.2.self_attn.k_proj",
+        "model.layers.2.self_attn.v_proj", "past.3.key", "past.3.value", "lonely.k", "bk", "bv"}) {
     add_f32_tensor(file, name, {1}, {1.0f});
   }
   const std::vector<KvTensorNames> pairs = find_kv_tensor_names(file);

@@ -39,7 +39,8 @@ int boundaries_below(const Codebook& codebook, float y) {
 std::vector<float> wide_range_values(std::size_t count, std::uint64_t seed) {
   Rng rng(seed);
   std::vector<float> values(count);
-  for (float& v : values) v = static_cast<float>(rng.gaussian() * std::ldexp(1.0, static_cast<int>(rng.uniform() * 40) - 20));
+  for (float& v : values)
+    v = static_cast<float>(rng.gaussian() * std::ldexp(1.0, static_cast<int>(rng.uniform() * 40) - 20));
   return values;
 }
 
@@ -123,7 +124,8 @@ TEST(TqKernelsTest, NormCertificateNeverAcceptsADifferentNorm) {
         order_sensitive += differs;
         if (norm_is_order_independent(sum, width)) {
           ++accepted;
-          ASSERT_EQ(float_bits(static_cast<float>(std::sqrt(sum))), float_bits(expected)) << "width " << width << " row " << r;
+          ASSERT_EQ(float_bits(static_cast<float>(std::sqrt(sum))), float_bits(expected))
+              << "width " << width << " row " << r;
         } else {
           ++refused;
         }
@@ -249,7 +251,8 @@ TEST(TqKernelsTest, QuantizeAndPackMatchesPortableAndReference) {
         const std::uint64_t end_bit = bit_offset + count * static_cast<std::uint64_t>(bits);
         const std::size_t size = packed_bytes(end_bit + 11, 1);
         std::vector<std::uint8_t> before(size, 0xFF);
-        for (std::uint64_t bit = bit_offset; bit < end_bit; ++bit) before[bit / 8] &= static_cast<std::uint8_t>(~(1u << (bit % 8)));
+        for (std::uint64_t bit = bit_offset; bit < end_bit; ++bit)
+          before[bit / 8] &= static_cast<std::uint8_t>(~(1u << (bit % 8)));
         auto fast = before, portable = before, reference = before;
         quantize_and_pack(count, all.data(), *codebook, fast.data(), bit_offset);
         quantize_and_pack_portable(count, all.data(), *codebook, portable.data(), bit_offset);

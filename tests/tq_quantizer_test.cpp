@@ -175,8 +175,10 @@ TEST(TqMathTest, ProdAndDebiasAreUnbiasedWhilePlainShrinksByAlpha) {
     for (int b : {1, 2, 3}) {
       const std::string bits = std::to_string(b);
       const Estimate plain = inner_product_error("tq:b=" + bits + ",rot=haar,norm=fp32", dim, rho, trials).error;
-      const Estimate debiased = inner_product_error("tq:b=" + bits + ",rot=haar,debias,norm=fp32", dim, rho, trials).error;
-      const Estimate prod = inner_product_error("tq:b=" + bits + ",rot=haar,qjl=prod,norm=fp32", dim, rho, trials).error;
+      const Estimate debiased =
+          inner_product_error("tq:b=" + bits + ",rot=haar,debias,norm=fp32", dim, rho, trials).error;
+      const Estimate prod =
+          inner_product_error("tq:b=" + bits + ",rot=haar,qjl=prod,norm=fp32", dim, rho, trials).error;
       EXPECT_LT(std::fabs(debiased.mean), 4 * debiased.standard_error) << "debias b=" << b << " rho=" << rho;
       EXPECT_LT(std::fabs(prod.mean), 4 * prod.standard_error) << "prod b=" << b << " rho=" << rho;
       // The plain MSE quantizer's estimate is alpha * <y, x>: a bias of (alpha - 1) rho.
@@ -217,7 +219,8 @@ TEST(TqMathSlowTest, InnerProductErrorMatchesTheCodebookPrediction) {
             inner_product_error("tq:b=" + std::to_string(b) + ",norm=fp32" + variants[v], kDim, rho, kTrials)
                 .scaled_squared_error;
         const Estimate prediction = predicted[v].estimate();
-        const double z = (measured.mean - prediction.mean) / std::hypot(measured.standard_error, prediction.standard_error);
+        const double z =
+            (measured.mean - prediction.mean) / std::hypot(measured.standard_error, prediction.standard_error);
         EXPECT_LT(std::fabs(z), kZ) << "b=" << b << " variant '" << variants[v] << "' rho=" << rho << ": measured "
                                     << measured.mean << " +- " << measured.standard_error << ", predicted "
                                     << prediction.mean << " +- " << prediction.standard_error;
@@ -303,7 +306,8 @@ TEST(TqSpecTest, CheckDimPassesOnlyWhereEncodeSucceeds) {
 }
 
 TEST(TqSpecTest, CheckDimNamesWhatTheUserWrote) {
-  const std::string message = testing::input_error_message([] { make_quantizer("tq:b=3,outliers=32@3")->check_dim(8192); });
+  const std::string message =
+      testing::input_error_message([] { make_quantizer("tq:b=3,outliers=32@3")->check_dim(8192); });
   EXPECT_NE(message.find("groups of 8160 and 32"), std::string::npos) << message;
   EXPECT_NE(message.find("4096"), std::string::npos) << message;
   EXPECT_EQ(message.find("haar"), std::string::npos) << "the user never asked for Haar: " << message;

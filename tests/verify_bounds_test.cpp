@@ -66,9 +66,10 @@ TEST(VerifyBoundsRowTest, Dim128RowCarriesReproductionChecks) {
   const BoundsRow row = verify_bounds_row(128, 2, quick_options());
   EXPECT_NEAR(row.d_mse_theory, 0.1160, 5e-5);
   EXPECT_NEAR(row.ratio_to_lower_bound, 1.86, 5e-3);
-  for (const char* name : {"reproduction.d_mse", "reproduction.centroid0", "reproduction.centroid1", "reproduction.biased@0",
-                           "reproduction.debiased@0.5", "reproduction.prod@0.9", "theorem1.upper", "theorem1.lower",
-                           "theorem2.bounds", "d_mse_empirical", "bias.prod@0.5", "prod_variance@0.9"}) {
+  for (const char* name :
+       {"reproduction.d_mse", "reproduction.centroid0", "reproduction.centroid1", "reproduction.biased@0",
+        "reproduction.debiased@0.5", "reproduction.prod@0.9", "theorem1.upper", "theorem1.lower", "theorem2.bounds",
+        "d_mse_empirical", "bias.prod@0.5", "prod_variance@0.9"}) {
     const BoundsCheck* check = find_check(row, name);
     ASSERT_NE(check, nullptr) << name;
     EXPECT_TRUE(check->ok) << name << ": " << check->value << " vs " << check->expected << ", z " << check->z;

@@ -32,7 +32,8 @@ int run_codebook_export(const CodebookExportOptions& options) {
     }
   }
   const auto distribution = parse_codebook_distribution(options.distribution);
-  if (!distribution) fail("codebook export: --dist {} is unknown, expected beta, gauss or uniform", options.distribution);
+  if (!distribution)
+    fail("codebook export: --dist {} is unknown, expected beta, gauss or uniform", options.distribution);
 
   CodebookFormat format = CodebookFormat::json;
   if (!options.format.empty()) {
@@ -61,13 +62,15 @@ int run_codebook_export(const CodebookExportOptions& options) {
 }  // namespace
 
 void setup_codebook(CLI::App& app, int& exit_code) {
-  auto* group = app.add_subcommand("codebook", command_description("Lloyd-Max codebooks of TurboQuant's scalar quantizer", "",
-                                                                    "tqlab-codebook-export"));
+  auto* group = app.add_subcommand(
+      "codebook",
+      command_description("Lloyd-Max codebooks of TurboQuant's scalar quantizer", "", "tqlab-codebook-export"));
   group->require_subcommand(1);
   auto options = std::make_shared<CodebookExportOptions>();
-  auto* command = group->add_subcommand("export", command_description("Write the Lloyd-Max codebook of a rotated unit vector's coordinate in R^D",
-                                                    "Centroids, boundaries and D_mse as json, csv, npy, npz or a C++ header.",
-                                                    "tqlab-codebook-export"));
+  auto* command = group->add_subcommand(
+      "export", command_description("Write the Lloyd-Max codebook of a rotated unit vector's coordinate in R^D",
+                                    "Centroids, boundaries and D_mse as json, csv, npy, npz or a C++ header.",
+                                    "tqlab-codebook-export"));
   command->add_option("--dim,--dims", options->dims, "Dimension(s) D of the rotated vector, 2..4096 (comma list)")
       ->delimiter(',')
       ->required();

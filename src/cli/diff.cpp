@@ -36,9 +36,10 @@ int run_diff(const DiffCommandOptions& command) {
 
 void setup_diff(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<DiffCommandOptions>();
-  auto* command = app.add_subcommand("diff", command_description("Compare two results documents of one schema, row by row",
-                                                    "Exit 0 no difference beyond the tolerances, 1 differences, 2 errors.",
-                                                    "tqlab-diff"));
+  auto* command = app.add_subcommand(
+      "diff",
+      command_description("Compare two results documents of one schema, row by row",
+                          "Exit 0 no difference beyond the tolerances, 1 differences, 2 errors.", "tqlab-diff"));
   command->add_option("a", options->a, "The old results file (A)")->required();
   command->add_option("b", options->b, "The new results file (B)")->required();
   command->add_option("--rtol", options->diff.rtol,

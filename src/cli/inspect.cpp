@@ -171,9 +171,12 @@ int run_inspect(const InspectOptions& options) {
 
 void setup_inspect(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<InspectOptions>();
-  auto* command = app.add_subcommand("inspect", command_description("List a file's tensors: dtype, shape, NaN/Inf count, min/max/mean/rms",
-                                                    "For K/V pairs, per layer the norm ratio and outlier key channels. Exit 2 on bad files or NaN/Inf.",
-                                                    "tqlab-inspect"));
+  auto* command = app.add_subcommand(
+      "inspect",
+      command_description(
+          "List a file's tensors: dtype, shape, NaN/Inf count, min/max/mean/rms",
+          "For K/V pairs, per layer the norm ratio and outlier key channels. Exit 2 on bad files or NaN/Inf.",
+          "tqlab-inspect"));
   command->add_option("file", options->path, "Tensor file")->required();
   command->add_flag("--json", options->json, "Print JSON (schema tqlab.inspect/1) instead of a table");
   command->add_flag("--bf16", options->bf16,

@@ -87,9 +87,9 @@ int run_list(const ListOptions& options) {
 
 void setup_list(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<ListOptions>();
-  auto* command = app.add_subcommand("list", command_description("List every quantizer method and option, with its bits per value",
-                                                    "What --k/--v specs and sweep configs accept.",
-                                                    "tqlab-list"));
+  auto* command =
+      app.add_subcommand("list", command_description("List every quantizer method and option, with its bits per value",
+                                                     "What --k/--v specs and sweep configs accept.", "tqlab-list"));
   command->add_flag("--json", options->json,
                     "Print JSON (schema tqlab.list/1: methods with name, summary, bits_formula, options, "
                     "example_specs) instead of a table");

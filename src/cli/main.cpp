@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
       "of memory), 3 internal error (a bug in tqlab: please report it with the command line).\n"
       "TQLAB_KERNELS=portable|avx2|avx512 forces the SIMD kernels (default: the widest this CPU runs)."};
   app.name("tqlab");
-  app.formatter(tqlab::cli::make_help_formatter());  // subcommands take it over as they are added  // usage lines say "tqlab", not the path the binary was started by
+  app.formatter(tqlab::cli::make_help_formatter());  // subcommands take it over as they are added  // usage lines say
+                                                     // "tqlab", not the path the binary was started by
   // The kernels are named as run: TQLAB_KERNELS may force a narrower form (core/kernel_set.h).
   app.set_version_flag("--version", [] {
     return std::string("tqlab ") + TQLAB_VERSION + " (" + TQLAB_GIT_COMMIT + ") kernels: " +

@@ -34,7 +34,8 @@ void ProgressLine::update(std::size_t done, std::size_t total, const std::string
   last_draw_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   std::string eta = "--:--";
-  if (done > 0 && done < total) eta = clock_time(elapsed * static_cast<double>(total - done) / static_cast<double>(done));
+  if (done > 0 && done < total)
+    eta = clock_time(elapsed * static_cast<double>(total - done) / static_cast<double>(done));
   if (done >= total) eta = "0:00";
   const double percent = total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0;
   std::fprintf(stderr, "\r\033[K%s: %zu/%zu (%.0f%%) %s, %s elapsed, ETA %s", label_.c_str(), done, total, percent,

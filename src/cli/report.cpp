@@ -40,9 +40,9 @@ int run_report(const ReportCommandOptions& command) {
 
 void setup_report(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<ReportCommandOptions>();
-  auto* command = app.add_subcommand("report", command_description("A sweep's results as a Markdown or CSV table, the Pareto front marked",
-                                                    "Runs sorted by bits_kv, values as mean ± standard error.",
-                                                    "tqlab-report"));
+  auto* command = app.add_subcommand(
+      "report", command_description("A sweep's results as a Markdown or CSV table, the Pareto front marked",
+                                    "Runs sorted by bits_kv, values as mean ± standard error.", "tqlab-report"));
   command->add_option("results", options->results, "Results file of tqlab sweep")->required();
   command->add_option("--format", options->format, "md (Markdown) or csv")->capture_default_str();
   command->add_option("--metrics", options->metrics,

@@ -75,9 +75,11 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<RoundtripCommandOptions>();
   RoundtripOptions& roundtrip = options->roundtrip;
   roundtrip.threads = 0;
-  auto* command = app.add_subcommand("roundtrip", command_description("Write a KV dump fake-quantized: same names, shapes and dtypes",
-                                                    "Every other tensor is copied bit for bit; prints bits per value and relative MSE per tensor.",
-                                                    "tqlab-roundtrip"));
+  auto* command = app.add_subcommand(
+      "roundtrip", command_description(
+                       "Write a KV dump fake-quantized: same names, shapes and dtypes",
+                       "Every other tensor is copied bit for bit; prints bits per value and relative MSE per tensor.",
+                       "tqlab-roundtrip"));
   command->add_option("input", options->input, "Input tensor file (.safetensors, .npz)")->required();
   command->add_option("--k", roundtrip.key_spec, "Quantizer spec for the keys, e.g. tq:b=3")->required();
   command->add_option("--v", roundtrip.value_spec, "Quantizer spec for the values, e.g. tq:b=3")->required();

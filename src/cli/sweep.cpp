@@ -127,9 +127,12 @@ int run_sweep_command(const SweepCommandOptions& options) {
 
 void setup_sweep(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<SweepCommandOptions>();
-  auto* command = app.add_subcommand("sweep", command_description("The main job: a grid of K/V quantizer runs over a KV dump",
-                                                    "Reconstruction, attention and needle metrics in one tqlab.sweep/1 document, alike for any --threads.",
-                                                    "tqlab-sweep"));
+  auto* command = app.add_subcommand(
+      "sweep",
+      command_description(
+          "The main job: a grid of K/V quantizer runs over a KV dump",
+          "Reconstruction, attention and needle metrics in one tqlab.sweep/1 document, alike for any --threads.",
+          "tqlab-sweep"));
   command->add_option("--config", options->config, "Sweep config (JSON)")->required();
   command->add_option("--out", options->out, "Results file (overrides the config's \"out\")");
   command->add_option("--data", options->data, "Tensor file to sweep (overrides data.path)");

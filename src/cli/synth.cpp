@@ -41,9 +41,11 @@ int run_synth(SynthCommandOptions& options) {
 
 void setup_synth(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<SynthCommandOptions>();
-  auto* command = app.add_subcommand("synth", command_description("Write KV-like synthetic tensors for tests and demos",
-                                                    "Outlier key channels in RoPE pairs, key norms far above value norms, peaked attention; seeded.",
-                                                    "tqlab-synth"));
+  auto* command = app.add_subcommand(
+      "synth", command_description(
+                   "Write KV-like synthetic tensors for tests and demos",
+                   "Outlier key channels in RoPE pairs, key norms far above value norms, peaked attention; seeded.",
+                   "tqlab-synth"));
   command->add_option("-o,--output", options->output, "Output file (.safetensors or .npz)")->required();
   command->add_option("--layers", options->kv.layers, "Layers")->capture_default_str();
   command->add_option("--kv-heads", options->kv.kv_heads, "Key/value heads")->capture_default_str();

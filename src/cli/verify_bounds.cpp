@@ -29,7 +29,8 @@ struct VerifyBoundsCommandOptions {
 std::string estimator_triplet(const BoundsRow& row, InnerProductEstimator estimator) {
   std::vector<std::string> values;
   for (const InnerProductResult& result : row.inner_products) {
-    values.push_back(fmt::format("{:.3g}", result.estimators[static_cast<std::size_t>(estimator)].scaled_squared_error.mean));
+    values.push_back(
+        fmt::format("{:.3g}", result.estimators[static_cast<std::size_t>(estimator)].scaled_squared_error.mean));
   }
   return fmt::format("{}", fmt::join(values, " / "));
 }
@@ -49,19 +50,21 @@ void print_report(const BoundsReport& report) {
   fmt::print("{:>5} {:>2}  {:>9}  {:>21}  {:>6}  {:>6}  {:>8}  {:>8}  {:>8}  {:>5}  {:>6}  {}\n", "dim", "b", "theory",
              "measured +- se", "z", "haar z", "hadam. z", "4^-b", "upper", "ratio", "paper", "row");
   for (const BoundsRow& row : report.rows) {
-    fmt::print("{:>5} {:>2}  {:>9.6f}  {:>9.6f} +- {:<8.6f}  {:>6.2f}  {:>6}  {:>8}  {:>8.6f}  {:>8.6f}  {:>5.2f}  {:>6}  {}\n",
-               row.dim, row.bits, row.d_mse_theory, row.d_mse_empirical.mean, row.d_mse_empirical.standard_error,
-               row.d_mse_z, z_or_dash(row, "haar"), z_or_dash(row, "hadamard"), row.lower_bound, row.upper_bound,
-               row.ratio_to_lower_bound, row.paper_d_mse ? fmt::format("{:g}", *row.paper_d_mse) : "-",
-               row.ok ? "ok" : "FAILED");
+    fmt::print(
+        "{:>5} {:>2}  {:>9.6f}  {:>9.6f} +- {:<8.6f}  {:>6.2f}  {:>6}  {:>8}  {:>8.6f}  {:>8.6f}  {:>5.2f}  {:>6}  "
+        "{}\n",
+        row.dim, row.bits, row.d_mse_theory, row.d_mse_empirical.mean, row.d_mse_empirical.standard_error, row.d_mse_z,
+        z_or_dash(row, "haar"), z_or_dash(row, "hadamard"), row.lower_bound, row.upper_bound, row.ratio_to_lower_bound,
+        row.paper_d_mse ? fmt::format("{:g}", *row.paper_d_mse) : "-", row.ok ? "ok" : "FAILED");
   }
 
   bool any_one_hot = false;
   for (const BoundsRow& row : report.rows) any_one_hot = any_one_hot || !row.one_hot.empty();
   if (any_one_hot) {
-    fmt::print("\nStructured inputs: the d one-hot vectors through the real tq quantizer per rotation (docs/ROTATIONS.md).\n"
-               "D_mse (z against theory) and the debiased <x~,x> (1 = unbiased; z against 1). Haar must match;\n"
-               "one Hadamard round gives every coordinate +-1/sqrt(d), an exact error shown as 'pred'.\n");
+    fmt::print(
+        "\nStructured inputs: the d one-hot vectors through the real tq quantizer per rotation (docs/ROTATIONS.md).\n"
+        "D_mse (z against theory) and the debiased <x~,x> (1 = unbiased; z against 1). Haar must match;\n"
+        "one Hadamard round gives every coordinate +-1/sqrt(d), an exact error shown as 'pred'.\n");
     fmt::print("{:>5} {:>2}  {:>9}  {}\n", "dim", "b", "theory", "per rotation: D_mse (z) | debiased <x~,x> (z)");
     for (const BoundsRow& row : report.rows) {
       std::vector<std::string> cells;
@@ -144,7 +147,8 @@ int run_verify_bounds(VerifyBoundsCommandOptions& command) {
   VerifyBoundsOptions& options = command.bounds;
   // Unless given, the inner-product run follows --samples and the real-rotation run takes a tenth.
   if (command.inner_product_samples->count() == 0) options.inner_product_samples = options.samples;
-  if (command.rotation_samples->count() == 0) options.rotation_samples = std::max<std::int64_t>(options.samples / 10, 10);
+  if (command.rotation_samples->count() == 0)
+    options.rotation_samples = std::max<std::int64_t>(options.samples / 10, 10);
   validate_verify_bounds_options(options);
 
   const bool json_to_stdout = command.json_path == "-";
@@ -175,9 +179,12 @@ int run_verify_bounds(VerifyBoundsCommandOptions& command) {
 void setup_verify_bounds(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<VerifyBoundsCommandOptions>();
   VerifyBoundsOptions& bounds = options->bounds;
-  auto* command = app.add_subcommand("verify-bounds", command_description("Check TurboQuant's theorems: theory vs Monte Carlo vs the bounds",
-                                                    "Per (dim, bits), with the paper's constants and a published reproduction; exit 1 when a check fails.",
-                                                    "tqlab-verify-bounds"));
+  auto* command = app.add_subcommand(
+      "verify-bounds",
+      command_description(
+          "Check TurboQuant's theorems: theory vs Monte Carlo vs the bounds",
+          "Per (dim, bits), with the paper's constants and a published reproduction; exit 1 when a check fails.",
+          "tqlab-verify-bounds"));
   command->add_option("--dims", bounds.dims, "Dimensions d, 2..4096 (comma list)")
       ->delimiter(',')
       ->default_str("64,128,256");

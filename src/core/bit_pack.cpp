@@ -91,7 +91,8 @@ void unpack_codes(std::size_t count, const std::uint8_t* in, std::uint64_t bit_o
     const std::size_t bytes = count / static_cast<std::size_t>(per_byte);
     for (std::size_t byte = 0; byte < bytes; ++byte) {
       const unsigned packed = at[byte];
-      for (int k = 0; k < per_byte; ++k) codes[byte * per_byte + k] = static_cast<std::uint8_t>((packed >> (k * bits)) & mask);
+      for (int k = 0; k < per_byte; ++k)
+        codes[byte * per_byte + k] = static_cast<std::uint8_t>((packed >> (k * bits)) & mask);
     }
     return;
   }

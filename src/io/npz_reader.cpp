@@ -352,7 +352,8 @@ std::vector<std::byte> inflate_member(std::span<const std::byte> compressed, con
   // Grow toward the header's end no faster than output really arrives, so an absurd
   // header length costs memory only in proportion to real data.
   while (out.size() < data_offset) {
-    const std::uint64_t step = std::min<std::uint64_t>(data_offset - out.size(), std::max<std::size_t>(out.size(), 65536));
+    const std::uint64_t step =
+        std::min<std::uint64_t>(data_offset - out.size(), std::max<std::size_t>(out.size(), 65536));
     inflate_up_to(out.size() + step);
   }
   const NpyHeader header = parse_npy_header(out, tensor_name, member.where, options);

@@ -105,7 +105,8 @@ class DuplicateRefusingSax {
   }
   bool key(json::string_t& key) {
     if (!open_objects_.back().insert(key).second) {
-      if (open_objects_.size() == 1) fail("'{}': the safetensors header lists tensor '{}' twice", path_, printable(key));
+      if (open_objects_.size() == 1)
+        fail("'{}': the safetensors header lists tensor '{}' twice", path_, printable(key));
       fail("'{}': the safetensors header has key \"{}\" twice in one object", path_, printable(key));
     }
     return dom_.key(key);

@@ -64,8 +64,9 @@ std::string unrecognized_start(std::string_view path, std::span<const std::byte>
                          bytes.size());
     }
     const unsigned found = std::to_integer<unsigned>(bytes[8]);
-    const std::string shown = found >= 0x20 && found < 0x7f ? fmt::format("'{}' ({:02x})", static_cast<char>(found), found)
-                                                             : fmt::format("{:02x}", found);
+    const std::string shown = found >= 0x20 && found < 0x7f
+                                  ? fmt::format("'{}' ({:02x})", static_cast<char>(found), found)
+                                  : fmt::format("{:02x}", found);
     return fmt::format("a safetensors header is a JSON object, '{{' at byte 8, but byte 8 is {}", shown);
   }
   return "unrecognized first bytes " + hex(9);

@@ -231,7 +231,8 @@ KvLayerStats measure_kv_layer(const TensorFile& file, const KvTensorNames& names
     double norm2 = 0;
     for (std::int64_t c = 0; c < key_dim; ++c) norm2 += static_cast<double>(key[c]) * key[c];
     if (!std::isfinite(norm2)) return;
-    for (std::int64_t c = 0; c < key_dim; ++c) channel_squares[static_cast<std::size_t>(c)] += static_cast<double>(key[c]) * key[c];
+    for (std::int64_t c = 0; c < key_dim; ++c)
+      channel_squares[static_cast<std::size_t>(c)] += static_cast<double>(key[c]) * key[c];
     norm_sum += std::sqrt(norm2);
     ++key_vectors;
   });

@@ -66,7 +66,8 @@ TensorStreamWriter::TensorStreamWriter(const std::string& path, std::span<const 
   file_ = std::make_unique<AtomicFileWriter>(path, durability);
   if (npz_) {
     // CRCs are not known yet: the local headers go out with 0 and are rewritten at commit().
-    for (std::size_t i = 0; i < tensors_.size(); ++i) file_->write_at(npz_->local_header_offset(i), npz_->member_prefix(i, 0));
+    for (std::size_t i = 0; i < tensors_.size(); ++i)
+      file_->write_at(npz_->local_header_offset(i), npz_->member_prefix(i, 0));
   } else {
     file_->write_at(0, header);
   }

@@ -174,7 +174,8 @@ SyntheticKv generate_synthetic_kv(const SyntheticKvOptions& options) {
                                    static_cast<std::uint64_t>(head)}));
       const KeyProfile profile = make_key_profile(d, profile_rng);
       double expected_key_norm2 = 0.0;
-      for (int c = 0; c < d; ++c) expected_key_norm2 += profile.offset[c] * profile.offset[c] + profile.spread[c] * profile.spread[c];
+      for (int c = 0; c < d; ++c)
+        expected_key_norm2 += profile.offset[c] * profile.offset[c] + profile.spread[c] * profile.spread[c];
       const double value_sigma = std::sqrt(expected_key_norm2 / d) / norm_ratio;
 
       for (int seq = 0; seq < options.seqs; ++seq) {
@@ -189,7 +190,8 @@ SyntheticKv generate_synthetic_kv(const SyntheticKvOptions& options) {
         Rng value_rng(tag(kValues, 0));
         for (int t = 0; t < tokens; ++t) {
           float* key = keys + static_cast<std::size_t>(t) * d;
-          for (int c = 0; c < d; ++c) key[c] = static_cast<float>(profile.offset[c] + profile.spread[c] * key_rng.gaussian());
+          for (int c = 0; c < d; ++c)
+            key[c] = static_cast<float>(profile.offset[c] + profile.spread[c] * key_rng.gaussian());
           apply_rope(d, t, key);
           float* value = values + static_cast<std::size_t>(t) * d;
           for (int c = 0; c < d; ++c) value[c] = static_cast<float>(value_sigma * value_rng.gaussian());

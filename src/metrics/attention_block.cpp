@@ -86,13 +86,15 @@ void AttentionBlock::compare(const ExactTokens& exact, const float* dv, const Co
     scale_logit_errors(attended, scale_, logit_error_.data() + at, delta_.data());
     const auto ranges = exact.ranges(chunk_, i, attended);
     for (const auto& [from, to] : ranges) std::fill(delta_.begin() + from, delta_.begin() + to, 0.0);
-    errors[static_cast<std::size_t>(row)] =
-        compare_query_attention(attended, logits_.data() + at, probabilities_.data() + at,
-                                argmax_[static_cast<std::size_t>(row)], delta_.data(), p_tilde_.data(), scratch_.data());
+    errors[static_cast<std::size_t>(row)] = compare_query_attention(
+        attended, logits_.data() + at, probabilities_.data() + at, argmax_[static_cast<std::size_t>(row)],
+        delta_.data(), p_tilde_.data(), scratch_.data());
     probability_changes(attended, probabilities_.data() + at, p_tilde_.data(), change_.data() + at, kept_.data() + at);
     // Keys past this query's (causal) take no part in the output products.
-    std::fill(change_.begin() + static_cast<std::ptrdiff_t>(at) + attended, change_.begin() + static_cast<std::ptrdiff_t>(at) + keys_, 0.0f);
-    std::fill(kept_.begin() + static_cast<std::ptrdiff_t>(at) + attended, kept_.begin() + static_cast<std::ptrdiff_t>(at) + keys_, 0.0f);
+    std::fill(change_.begin() + static_cast<std::ptrdiff_t>(at) + attended,
+              change_.begin() + static_cast<std::ptrdiff_t>(at) + keys_, 0.0f);
+    std::fill(kept_.begin() + static_cast<std::ptrdiff_t>(at) + attended,
+              kept_.begin() + static_cast<std::ptrdiff_t>(at) + keys_, 0.0f);
     for (const auto& [from, to] : ranges) std::fill(kept_.begin() + at + from, kept_.begin() + at + to, 0.0f);
   }
   multiply(rows_, value_dim_, keys_, change_.data(), v_, 0.0f, output_error_.data());
@@ -101,7 +103,8 @@ void AttentionBlock::compare(const ExactTokens& exact, const float* dv, const Co
     const double reference = output_norm_[static_cast<std::size_t>(row)];
     std::optional<double> output_error;
     if (reference > 0) {
-      output_error = row_norm(value_dim_, output_error_.data() + static_cast<std::size_t>(row) * static_cast<std::size_t>(value_dim_)) /
+      output_error = row_norm(value_dim_, output_error_.data() +
+                                              static_cast<std::size_t>(row) * static_cast<std::size_t>(value_dim_)) /
                      reference;
     }
     consume(row, errors[static_cast<std::size_t>(row)], output_error);

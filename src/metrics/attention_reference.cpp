@@ -68,7 +68,8 @@ std::vector<ReferenceQueryResult> attention_reference(const AttentionReferenceIn
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(),
                        [&](std::size_t a, std::size_t b) { return quantized_logits[a] > quantized_logits[b]; });
-      error.top5 = std::find(order.begin(), order.begin() + std::min(5, keys), best) != order.begin() + std::min(5, keys);
+      error.top5 =
+          std::find(order.begin(), order.begin() + std::min(5, keys), best) != order.begin() + std::min(5, keys);
       double pp = 0, pq = 0, qq = 0, bias = 0, square = 0;
       for (int j = 0; j < keys; ++j) {
         pp += p[j] * p[j];

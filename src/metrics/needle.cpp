@@ -52,7 +52,8 @@ std::vector<float> unit_gaussian(Rng& rng, int dim) {
   }
   norm = std::sqrt(norm);
   std::vector<float> out(static_cast<std::size_t>(dim));
-  for (int i = 0; i < dim; ++i) out[static_cast<std::size_t>(i)] = static_cast<float>(draw[static_cast<std::size_t>(i)] / norm);
+  for (int i = 0; i < dim; ++i)
+    out[static_cast<std::size_t>(i)] = static_cast<float>(draw[static_cast<std::size_t>(i)] / norm);
   return out;
 }
 
@@ -192,14 +193,16 @@ SyntheticNeedle make_synthetic_needle(int trial, int dim, int keys) {
       std::vector<double> orthogonal(static_cast<std::size_t>(dim));
       double norm = 0;
       for (int c = 0; c < dim; ++c) {
-        orthogonal[static_cast<std::size_t>(c)] = key[static_cast<std::size_t>(c)] - along * needle.query[static_cast<std::size_t>(c)];
+        orthogonal[static_cast<std::size_t>(c)] =
+            key[static_cast<std::size_t>(c)] - along * needle.query[static_cast<std::size_t>(c)];
         norm += orthogonal[static_cast<std::size_t>(c)] * orthogonal[static_cast<std::size_t>(c)];
       }
       norm = std::sqrt(norm);
       for (int c = 0; c < dim; ++c) {
-        key[static_cast<std::size_t>(c)] = static_cast<float>(kSyntheticNeedleCosine * needle.query[static_cast<std::size_t>(c)] +
-                                           std::sqrt(1 - kSyntheticNeedleCosine * kSyntheticNeedleCosine) *
-                                               orthogonal[static_cast<std::size_t>(c)] / norm);
+        key[static_cast<std::size_t>(c)] =
+            static_cast<float>(kSyntheticNeedleCosine * needle.query[static_cast<std::size_t>(c)] +
+                               std::sqrt(1 - kSyntheticNeedleCosine * kSyntheticNeedleCosine) *
+                                   orthogonal[static_cast<std::size_t>(c)] / norm);
       }
     }
     std::copy(key.begin(), key.end(), needle.key_rows.begin() + static_cast<std::ptrdiff_t>(row) * dim);
@@ -210,13 +213,15 @@ SyntheticNeedle make_synthetic_needle(int trial, int dim, int keys) {
   const double scale = 2.0 * std::sqrt(static_cast<double>(dim));
   std::vector<double> logits(static_cast<std::size_t>(keys));
   for (int row = 0; row < keys; ++row) {
-    logits[static_cast<std::size_t>(row)] = scale * dot(dim, needle.query.data(), needle.key_rows.data() + static_cast<std::size_t>(row) * dim);
+    logits[static_cast<std::size_t>(row)] =
+        scale * dot(dim, needle.query.data(), needle.key_rows.data() + static_cast<std::size_t>(row) * dim);
   }
   needle.exact_p = softmax(logits);
   needle.exact_out.assign(static_cast<std::size_t>(dim), 0.0);
   for (int row = 0; row < keys; ++row) {
     for (int c = 0; c < dim; ++c) {
-      needle.exact_out[static_cast<std::size_t>(c)] += needle.exact_p[static_cast<std::size_t>(row)] * needle.values[static_cast<std::size_t>(row) * dim + c];
+      needle.exact_out[static_cast<std::size_t>(c)] +=
+          needle.exact_p[static_cast<std::size_t>(row)] * needle.values[static_cast<std::size_t>(row) * dim + c];
     }
   }
   return needle;
@@ -231,13 +236,15 @@ std::pair<double, double> measure_synthetic_needle(const SyntheticNeedle& needle
   const double scale = 2.0 * std::sqrt(static_cast<double>(needle.dim));
   std::vector<double> logits(static_cast<std::size_t>(needle.keys));
   for (int row = 0; row < needle.keys; ++row) {
-    logits[static_cast<std::size_t>(row)] = scale * dot(needle.dim, needle.query.data(), decoded.data() + static_cast<std::size_t>(row) * needle.dim);
+    logits[static_cast<std::size_t>(row)] =
+        scale * dot(needle.dim, needle.query.data(), decoded.data() + static_cast<std::size_t>(row) * needle.dim);
   }
   const std::vector<double> p = softmax(logits);
   double error = 0, reference = 0;
   for (int c = 0; c < needle.dim; ++c) {
     double out = 0;
-    for (int row = 0; row < needle.keys; ++row) out += p[static_cast<std::size_t>(row)] * needle.values[static_cast<std::size_t>(row) * needle.dim + c];
+    for (int row = 0; row < needle.keys; ++row)
+      out += p[static_cast<std::size_t>(row)] * needle.values[static_cast<std::size_t>(row) * needle.dim + c];
     const double exact = needle.exact_out[static_cast<std::size_t>(c)];
     error += (out - exact) * (out - exact);
     reference += exact * exact;

@@ -15,7 +15,9 @@ namespace tqlab::code_words {
 // machines only.
 static_assert(std::endian::native == std::endian::little, "the word-at-a-time packing assumes little-endian");
 
-constexpr std::uint64_t low_bits(int count) { return count >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << count) - 1; }
+constexpr std::uint64_t low_bits(int count) {
+  return count >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << count) - 1;
+}
 constexpr std::uint64_t every_16_bits(std::uint64_t field) { return field * 0x0001000100010001ull; }
 constexpr std::uint64_t every_32_bits(std::uint64_t field) { return field * 0x0000000100000001ull; }
 

@@ -176,7 +176,9 @@ QjlSketch::QjlSketch(int dim, int projections, std::uint64_t seed)
   const auto m = static_cast<std::size_t>(projections);
   const auto n = static_cast<std::size_t>(dim);
   // S^T for the projections, S for the estimate, each in panels (qjl_simd.h).
-  const auto entry_of = [&](int i, int j) { return matrix_[static_cast<std::size_t>(i) * n + static_cast<std::size_t>(j)]; };
+  const auto entry_of = [&](int i, int j) {
+    return matrix_[static_cast<std::size_t>(i) * n + static_cast<std::size_t>(j)];
+  };
   projection_panels_ = to_panels(dim, projections, [&](int j, int i) { return entry_of(i, j); });
   estimate_panels_ = to_panels(projections, dim, entry_of);
   margins_.resize(m);
@@ -276,7 +278,8 @@ void QjlSketch::add_estimate(std::int64_t n, const std::uint8_t* signs, const fl
     float* signed_scales =
         scratch<float, kCellsScratch>(static_cast<std::size_t>(count) * static_cast<std::size_t>(projections_));
     make_signed_scales(count, projections_, signs + first * projections_, scales, signed_scales);
-    add_signed_rows(count, dim_, projections_, estimate_panels_.data(), signed_scales, out + first * out_stride, out_stride);
+    add_signed_rows(count, dim_, projections_, estimate_panels_.data(), signed_scales, out + first * out_stride,
+                    out_stride);
   }
 }
 

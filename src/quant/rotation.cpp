@@ -110,7 +110,8 @@ std::optional<bool> hadamard_rows_simd(int log_dim, const rotation_kernels::Hada
       }
       [[fallthrough]];
     case KernelSet::avx2:
-      if (log_dim >= kMinLogInRegisters && log_dim <= kMaxLogInRegisters) return simd::hadamard_rows_avx2(log_dim, rows);
+      if (log_dim >= kMinLogInRegisters && log_dim <= kMaxLogInRegisters)
+        return simd::hadamard_rows_avx2(log_dim, rows);
       return std::nullopt;
 #endif
     default: return std::nullopt;

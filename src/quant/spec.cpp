@@ -30,11 +30,13 @@ ParsedSpec split_spec(std::string_view spec) {
       option.is_flag = true;
     } else {
       option.value = std::string(item.substr(equals + 1));
-      if (option.value.empty()) fail("quantizer spec '{}': option '{}' has no value", parsed.text, printable(option.key));
+      if (option.value.empty())
+        fail("quantizer spec '{}': option '{}' has no value", parsed.text, printable(option.key));
     }
     if (option.key.empty()) fail("quantizer spec '{}': option with no name", parsed.text);
     for (const SpecOption& earlier : parsed.options) {
-      if (earlier.key == option.key) fail("quantizer spec '{}': option '{}' given twice", parsed.text, printable(option.key));
+      if (earlier.key == option.key)
+        fail("quantizer spec '{}': option '{}' given twice", parsed.text, printable(option.key));
     }
     parsed.options.push_back(std::move(option));
     if (comma == std::string_view::npos) break;

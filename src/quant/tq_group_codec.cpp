@@ -36,7 +36,8 @@ constexpr std::int64_t kL1ChunkFloats = 4096;  // T x G of one of the two buffer
 // that each chunk's codes start on a byte boundary, where the SIMD packers run).
 std::int64_t chunk_tokens_for(int group_size, int projections) {
   if (projections > 0) return kMaxChunkTokens;
-  const auto fitting = std::bit_floor(static_cast<std::uint64_t>(std::max<std::int64_t>(kL1ChunkFloats / group_size, 1)));
+  const auto fitting =
+      std::bit_floor(static_cast<std::uint64_t>(std::max<std::int64_t>(kL1ChunkFloats / group_size, 1)));
   return std::clamp<std::int64_t>(static_cast<std::int64_t>(fitting), 8, kMaxChunkTokens);
 }
 

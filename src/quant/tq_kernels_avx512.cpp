@@ -241,7 +241,8 @@ struct QuantizeToCodes {
     const SearchTree<Bits> tree(codebook);
     int i = 0;
     for (; i + 16 <= n; i += 16) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i), _mm512_cvtepi32_epi8(tree.codes_of(_mm512_loadu_ps(y + i))));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i),
+                       _mm512_cvtepi32_epi8(tree.codes_of(_mm512_loadu_ps(y + i))));
     }
     quantize_to_codes_portable(n - i, y + i, codebook, codes + i);
   }

@@ -33,7 +33,8 @@ TensorPlan plan_tensor(const TqOptions& options, std::int64_t tokens, int dim, c
     group.blocks = group.size() / group.block;
     group.mse_bits = options.qjl == QjlMode::prod ? bits - 1 : bits;
     group.rotation = rotation_for(options, group.block);
-    if (options.qjl != QjlMode::none) group.projections = options.qjl_projections != 0 ? options.qjl_projections : group.block;
+    if (options.qjl != QjlMode::none)
+      group.projections = options.qjl_projections != 0 ? options.qjl_projections : group.block;
     plan.groups.push_back(std::move(group));
   };
   add_group(0, std::move(regular), options.bits);
@@ -53,7 +54,8 @@ TensorPlan plan_tensor(const TqOptions& options, std::int64_t tokens, int dim, c
     const std::size_t n = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(group.blocks);
     GroupSections sections;
     sections.codes = offset;
-    offset += packed_bytes(n * static_cast<std::size_t>(group.block), std::max(group.mse_bits, 1)) * (group.mse_bits > 0);
+    offset +=
+        packed_bytes(n * static_cast<std::size_t>(group.block), std::max(group.mse_bits, 1)) * (group.mse_bits > 0);
     sections.signs = offset;
     offset += packed_bytes(n * static_cast<std::size_t>(group.projections), 1);
     sections.norms = offset;

@@ -119,14 +119,16 @@ std::string_view norm_type_name(NormType type) {
 const std::vector<OptionDoc>& tq_option_docs() {
   static const std::vector<OptionDoc> docs = {
       {"b", fmt::format("{}..{}", kMinBits, kMaxBits), "bits per value of the codes (required)"},
-      {"block", fmt::format("{}..{}", kMinBlock, kMaxBlock), "block size B sharing one norm and rotation (default: the head dim)"},
+      {"block", fmt::format("{}..{}", kMinBlock, kMaxBlock),
+       "block size B sharing one norm and rotation (default: the head dim)"},
       {"rot", choice_list(choice_words(kRotationKinds, rotation_kind_name)),
        "rotation (default: hadamard when B is a power of two, else haar; hadamard2: two rounds, closer to "
        "Haar on structured inputs at twice hadamard's cost, docs/ROTATIONS.md)"},
       {"cb", choice_list(choice_words(kCodebookDistributions, codebook_distribution_name)),
        "codebook: exact Beta marginal, its Gaussian limit, or uniform levels (default beta)"},
       {"nc", "", "norm correction: rescale the decoded direction to unit length"},
-      {"debias", "", "divide the decoded direction by alpha = E<Q(u),u>: unbiased inner products under rot=haar only "
+      {"debias", "",
+       "divide the decoded direction by alpha = E<Q(u),u>: unbiased inner products under rot=haar only "
        "(other rotations are biased on structured inputs and warn; docs/ROTATIONS.md)"},
       {"qjl", choice_list(choice_words(kQjlChoices, qjl_mode_name)),
        "1-bit QJL residual sketch: prod spends 1 of the b bits, extra adds it"},

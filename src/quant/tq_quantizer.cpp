@@ -62,11 +62,14 @@ void warn_if_debias_is_biased(const TqOptions& options, const std::string& resol
 std::vector<int> choose_outlier_channels(std::int64_t tokens, int dim, const float* x, int count) {
   std::vector<double> energy(static_cast<std::size_t>(dim), 0.0);
   for (std::int64_t t = 0; t < tokens; ++t) {
-    for (int c = 0; c < dim; ++c) energy[static_cast<std::size_t>(c)] += static_cast<double>(x[t * dim + c]) * x[t * dim + c];
+    for (int c = 0; c < dim; ++c)
+      energy[static_cast<std::size_t>(c)] += static_cast<double>(x[t * dim + c]) * x[t * dim + c];
   }
   std::vector<int> order(static_cast<std::size_t>(dim));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return energy[static_cast<std::size_t>(a)] > energy[static_cast<std::size_t>(b)]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return energy[static_cast<std::size_t>(a)] > energy[static_cast<std::size_t>(b)];
+  });
   order.resize(static_cast<std::size_t>(count));
   std::sort(order.begin(), order.end());
   return order;
@@ -164,7 +167,8 @@ EncodedTensor TqQuantizer::encode(std::int64_t tokens, int dim, const float* x, 
     source = centered.data();
     std::vector<double> sums(static_cast<std::size_t>(dim), 0.0);
     for (std::int64_t t = 0; t < tokens; ++t) {
-      for (int c = 0; c < dim; ++c) sums[static_cast<std::size_t>(c)] += centered[static_cast<std::size_t>(t * dim + c)];
+      for (int c = 0; c < dim; ++c)
+        sums[static_cast<std::size_t>(c)] += centered[static_cast<std::size_t>(t * dim + c)];
     }
     for (int c = 0; c < dim; ++c) {
       const double mean = sums[static_cast<std::size_t>(c)] / static_cast<double>(std::max<std::int64_t>(tokens, 1));
@@ -176,7 +180,8 @@ EncodedTensor TqQuantizer::encode(std::int64_t tokens, int dim, const float* x, 
       }
     }
     for (std::int64_t t = 0; t < tokens; ++t) {
-      for (int c = 0; c < dim; ++c) centered[static_cast<std::size_t>(t * dim + c)] -= half_to_float(channel_means[static_cast<std::size_t>(c)]);
+      for (int c = 0; c < dim; ++c)
+        centered[static_cast<std::size_t>(t * dim + c)] -= half_to_float(channel_means[static_cast<std::size_t>(c)]);
     }
   }
   std::vector<int> outliers;

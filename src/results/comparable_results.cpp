@@ -169,7 +169,8 @@ void flatten_header(const Json& document, std::initializer_list<std::string_view
 // Rows are matched by key, so a key may appear once per file.
 void require_new_row(const ComparableDocument& document, const std::string& key, const std::string& where) {
   for (const ComparableRow& earlier : document.rows) {
-    if (earlier.key == key) fail_at(document.path, where, fmt::format("the {} '{}' appears twice", document.row_noun, key));
+    if (earlier.key == key)
+      fail_at(document.path, where, fmt::format("the {} '{}' appears twice", document.row_noun, key));
   }
 }
 
@@ -272,7 +273,8 @@ ComparableDocument sweep_document(const Json& document, const std::string& path,
     }
     for (std::string_view section : {"per_layer", "per_head"}) {
       const auto tables = run.find(section);
-      if (tables != run.end() && tables->is_object()) attach_layer_tables(*tables, section, layer_labels, run_flattener, row);
+      if (tables != run.end() && tables->is_object())
+        attach_layer_tables(*tables, section, layer_labels, run_flattener, row);
     }
     require_new_row(out, row.key, where);
     out.rows.push_back(std::move(row));
@@ -421,7 +423,8 @@ const ComparableSchema* find_comparable_schema(std::string_view schema) {
   return nullptr;
 }
 
-ComparableDocument comparable_document(const nlohmann::ordered_json& document, const std::string& path, bool include_timing) {
+ComparableDocument comparable_document(const nlohmann::ordered_json& document, const std::string& path,
+                                       bool include_timing) {
   const std::string schema = results_schema(document);
   const ComparableSchema* entry = find_comparable_schema(schema);
   if (entry == nullptr) {

@@ -123,7 +123,8 @@ RowDiff diff_row(const ComparableRow* a, const ComparableRow* b, const DiffOptio
   }
   for (const QuantityDiff& quantity : out.quantities) {
     if (quantity.status == DiffStatus::within_se && out.status == DiffStatus::same) out.status = DiffStatus::within_se;
-    if (quantity.status != DiffStatus::same && quantity.status != DiffStatus::within_se) out.status = DiffStatus::differs;
+    if (quantity.status != DiffStatus::same && quantity.status != DiffStatus::within_se)
+      out.status = DiffStatus::differs;
   }
   out.context = diff_leaves(a->context, b->context, options);
   return out;
@@ -360,7 +361,8 @@ std::string diff_text(const DiffResult& result) {
   };
   std::vector<LeafDiff> context = result.context;
   for (const RowDiff& row : result.rows) {
-    for (const LeafDiff& diff : row.context) context.push_back({row.key + ": " + diff.path, diff.a, diff.b, diff.status});
+    for (const LeafDiff& diff : row.context)
+      context.push_back({row.key + ": " + diff.path, diff.a, diff.b, diff.status});
   }
   if (!context.empty()) {
     out += "context (reported, not compared):\n";

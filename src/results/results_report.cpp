@@ -244,7 +244,9 @@ std::string format_mean_se(const std::optional<double>& mean, const std::optiona
   const std::string spread = std ? fmt::format(" (sd {:.2g})", *std) : "";
   if (!se || !(*se > 0) || !std::isfinite(*se)) return fmt::format("{:.4g}{}", *mean, spread);
   // Two significant digits of the se fix the decimal place of both numbers.
-  const auto decimals_for = [](double error) { return std::max(0, 1 - static_cast<int>(std::floor(std::log10(error)))); };
+  const auto decimals_for = [](double error) {
+    return std::max(0, 1 - static_cast<int>(std::floor(std::log10(error))));
+  };
   const int magnitude = *mean == 0 ? 0 : static_cast<int>(std::floor(std::log10(std::fabs(*mean))));
   const int decimals = decimals_for(*se);
   if (magnitude + 1 + decimals > 6) return fmt::format("{:.6g} ± {:.2g}{}", *mean, *se, spread);

@@ -84,7 +84,8 @@ std::string SweepResultsFile::middle_needle_metric() const {
 SweepResultsFile read_sweep_results(const std::string& path) {
   const nlohmann::ordered_json ordered = read_results_document(path);
   const std::string schema = results_schema(ordered);
-  if (schema != kSweepSchema) fail("results '{}': it is {}, expected {} (tqlab sweep's results)", path, schema, kSweepSchema);
+  if (schema != kSweepSchema)
+    fail("results '{}': it is {}, expected {} (tqlab sweep's results)", path, schema, kSweepSchema);
   const nlohmann::json document = ordered;  // JsonReader reads plain json; the runs keep their order
   const JsonReader root(document, path, "", "results");
   SweepResultsFile out;

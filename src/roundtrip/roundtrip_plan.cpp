@@ -113,7 +113,8 @@ std::map<std::string, std::string> roundtrip_metadata(const RoundtripPlan& plan,
 
 std::vector<TensorToWrite> roundtrip_output_tensors(const RoundtripPlan& plan) {
   std::vector<TensorToWrite> tensors;
-  for (const TensorView& tensor : plan.file->tensors()) tensors.push_back({tensor.name, tensor.dtype, tensor.shape, {}});
+  for (const TensorView& tensor : plan.file->tensors())
+    tensors.push_back({tensor.name, tensor.dtype, tensor.shape, {}});
   return tensors;
 }
 

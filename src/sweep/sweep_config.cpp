@@ -185,7 +185,8 @@ void read_needle(const JsonReader& reader, NeedleConfig& needle) {
   if (const auto margins = reader.find("margins")) {
     needle.margins = read_nonempty_list<double>(*margins, [](const JsonReader& element) {
       const double margin = element.as_number();
-      if (!(margin > 0) || margin > 100) element.fail("a margin is a logit gap in nats, 0 < margin <= 100; got {}", margin);
+      if (!(margin > 0) || margin > 100)
+        element.fail("a margin is a logit gap in nats, 0 < margin <= 100; got {}", margin);
       return margin;
     });
     std::set<double> distinct(needle.margins.begin(), needle.margins.end());

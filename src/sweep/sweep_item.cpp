@@ -109,7 +109,8 @@ class ItemMeter {
     result.seconds.quantize = seconds_since(start);
 
     totals.run_seeds.resize(static_cast<std::size_t>(run_seeds_.count()));
-    for (int rs = 0; rs < run_seeds_.count(); ++rs) add_reconstruction_and_bits(rs, data.tokens, at(totals.run_seeds, rs));
+    for (int rs = 0; rs < run_seeds_.count(); ++rs)
+      add_reconstruction_and_bits(rs, data.tokens, at(totals.run_seeds, rs));
     if (plan_.attention) {
       start = Clock::now();
       result.kl = measure_attention(data, totals);
@@ -144,10 +145,11 @@ class ItemMeter {
     const auto refuse = [&](const KvSlab& slab, int dim, const std::vector<float>& x) {
       const auto [token, channel] = first_nonfinite(shape_.tokens, dim, x.data());
       if (token < 0) return;
-      fail("'{}': tensor '{}', sequence {}, head {}: non-finite value ({}) at token {}, channel {}; set "
-           "data.nonfinite to \"skip\" in the config to leave such vectors out",
-           dump_.file().path(), slab_tensor_name(dump_, slab), slab.seq, slab.head, row_of(x.data(), token, dim)[channel],
-           token, channel);
+      fail(
+          "'{}': tensor '{}', sequence {}, head {}: non-finite value ({}) at token {}, channel {}; set "
+          "data.nonfinite to \"skip\" in the config to leave such vectors out",
+          dump_.file().path(), slab_tensor_name(dump_, slab), slab.seq, slab.head,
+          row_of(x.data(), token, dim)[channel], token, channel);
     };
     if (plan_.config.data.nonfinite != NonfiniteMode::skip) {
       refuse(key_slab, shape_.key_dim, data.keys);
@@ -155,7 +157,8 @@ class ItemMeter {
       for (int g = 0; g < queries; ++g) {
         refuse(slab(Role::query, item_.kv_head * group() + g), shape_.key_dim, at(data.queries, g));
       }
-      data.query_ok.assign(static_cast<std::size_t>(queries), std::vector<bool>(static_cast<std::size_t>(shape_.tokens), true));
+      data.query_ok.assign(static_cast<std::size_t>(queries),
+                           std::vector<bool>(static_cast<std::size_t>(shape_.tokens), true));
       return data;
     }
     // Skip: a token whose key or value is not finite leaves the sequence
@@ -211,7 +214,8 @@ class ItemMeter {
       const PlannedRun& run = run_of(rs);
       const int seed_index = run_seeds_.seed_index_of(rs);
       key_slot_.push_back(slot_for(Role::key, at(at(run.k_quantizer, item_.layer_index), item_.kv_head), seed_index));
-      value_slot_.push_back(slot_for(Role::value, at(at(run.v_quantizer, item_.layer_index), item_.kv_head), seed_index));
+      value_slot_.push_back(
+          slot_for(Role::value, at(at(run.v_quantizer, item_.layer_index), item_.kv_head), seed_index));
     }
     const bool keep_delta = plan_.attention || plan_.needle;
     std::vector<float> decoded;
@@ -327,7 +331,8 @@ class ItemMeter {
       // range, at some margin (needle.h): a zero query, or one of (nearly) zero norm.
       const float* k_j = row_of(data.keys.data(), pick.key, dim);
       std::vector<PlantedNeedle> needles;
-      for (double margin : margins) needles.push_back(plant_needle(dim, exact_logits, key_local, q, k_j, scale, margin));
+      for (double margin : margins)
+        needles.push_back(plant_needle(dim, exact_logits, key_local, q, k_j, scale, margin));
       if (!needles_are_plantable(needles, dim, attended, chunk, data.keys.data())) continue;
       ++measured;
       for (ItemRunSeedTotals& run : totals.run_seeds) run.needle.emplace_back(margins.size());

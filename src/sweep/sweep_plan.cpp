@@ -68,7 +68,8 @@ std::vector<std::vector<int>> resolve_layered(SweepPlan& plan, const LayeredSpec
 // One name per configuration: specs canonical for the dims they meet.
 std::string canonical(const SweepPlan& plan, const LayeredSpec& spec, Role role) {
   std::set<int> dims;
-  for (const KvLayerShape& shape : plan.dump->layers()) dims.insert(role == Role::key ? shape.key_dim : shape.value_dim);
+  for (const KvLayerShape& shape : plan.dump->layers())
+    dims.insert(role == Role::key ? shape.key_dim : shape.value_dim);
   const auto one = [&](const std::string& text) {
     const std::unique_ptr<Quantizer> quantizer = make_quantizer(text);
     return dims.size() == 1 ? quantizer->spec_for_dim(*dims.begin()) : quantizer->spec();

@@ -203,7 +203,8 @@ nlohmann::ordered_json sweep_results_json(const SweepPlan& plan, const SweepResu
 
 std::string sweep_results_table(const SweepPlan& plan, const SweepResults& results) {
   const std::vector<double>& margins = plan.config.metrics.needle_options.margins;
-  const std::string needle_name = margins.empty() ? "" : fmt::format("needle_top1@{}", margins[(margins.size() - 1) / 2]);
+  const std::string needle_name =
+      margins.empty() ? "" : fmt::format("needle_top1@{}", margins[(margins.size() - 1) / 2]);
   std::size_t k_width = 1, v_width = 1;
   for (const RunResult& result : results.runs) {
     k_width = std::max(k_width, result.run->k.size());

@@ -213,8 +213,8 @@ class Summarizer {
     };
     // One metric: the run's summary, its per-layer seed means, and per head when asked.
     const auto add = [&](const std::string& name, const auto& clusters_of, bool root, auto per_head) {
-      result.metrics.emplace_back(name,
-                                  summarize_clusters(seeds_of([&](int rs) { return clusters_of(rs, kAllLayers); }), root));
+      result.metrics.emplace_back(
+          name, summarize_clusters(seeds_of([&](int rs) { return clusters_of(rs, kAllLayers); }), root));
       std::vector<std::optional<double>> by_layer;
       for (int li = 0; li < layers_; ++li) {
         by_layer.push_back(summarize_clusters(seeds_of([&](int rs) { return clusters_of(rs, li); }), root).mean);
@@ -234,9 +234,9 @@ class Summarizer {
           const KvLayerShape& shape = at(dump_.layers(), li);
           std::vector<std::optional<double>>& row = table.emplace_back();
           for (int head = 0; head < (q_heads ? shape.q_heads : shape.kv_heads); ++head) {
-            row.push_back(
-                summarize_clusters(seeds_of([&](int rs) { return std::vector<RatioSum>{unit_sum(rs, li, head)}; }), root)
-                    .mean);
+            row.push_back(summarize_clusters(
+                              seeds_of([&](int rs) { return std::vector<RatioSum>{unit_sum(rs, li, head)}; }), root)
+                              .mean);
           }
         }
         return table;
@@ -251,9 +251,10 @@ class Summarizer {
       }
     }
     if (metrics.attention) {
-      const std::pair<const char*, int> named[] = {{"attn_kl", kKl},   {"attn_top1", kTop1},          {"attn_top5", kTop5},
-                                                   {"attn_cos", kCos}, {"attn_out_rel_err", kOutErr}, {"ip_bias", kIpBias},
-                                                   {"ip_rmse", kIpMeanSquare}};
+      const std::pair<const char*, int> named[] = {
+          {"attn_kl", kKl},          {"attn_top1", kTop1},          {"attn_top5", kTop5},
+          {"attn_cos", kCos},        {"attn_out_rel_err", kOutErr}, {"ip_bias", kIpBias},
+          {"ip_rmse", kIpMeanSquare}};
       for (const auto& entry : named) {
         // Not a structured binding: clang before 16 (the fuzz build's clang 14) cannot capture one.
         const char* const name = entry.first;
@@ -274,7 +275,8 @@ class Summarizer {
       if (metrics.needle_options.trials > 0) {
         for (int m = 0; m < static_cast<int>(margins.size()); ++m) {
           for (int kind = 0; kind < 2; ++kind) {
-            const std::string name = fmt::format("{}@{}", kind == 0 ? "needle_top1" : "needle_weight_ratio", at(margins, m));
+            const std::string name =
+                fmt::format("{}@{}", kind == 0 ? "needle_top1" : "needle_weight_ratio", at(margins, m));
             if (!plan_.needle || plan_.needle_trials.empty()) {
               add_null(name);
               continue;

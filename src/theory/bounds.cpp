@@ -1,5 +1,6 @@
 // Monte Carlo machinery and published constants for TurboQuant's theorems
-// (arXiv:2504.19874, Theorems 1-3; the numpy reproduction, turboquant-explained and FlashQuant's notes: docs/SOURCES.md). See bounds.h.
+// (arXiv:2504.19874, Theorems 1-3; the numpy reproduction, turboquant-explained and FlashQuant's notes:
+// docs/SOURCES.md). See bounds.h.
 #include "theory/bounds.h"
 
 #include <algorithm>
@@ -264,7 +265,8 @@ InnerProductErrorStats measure_quantizer_inner_product_error(const Quantizer& qu
     const auto trial_seed = static_cast<std::uint64_t>(trial);
     Rng rng(derive_seed({seed, trial_seed}));
     sample_unit_pair(rng, dim, inner_product, x.data(), y.data());
-    for (int i = 0; i < dim; ++i) x_float[static_cast<std::size_t>(i)] = static_cast<float>(x[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < dim; ++i)
+      x_float[static_cast<std::size_t>(i)] = static_cast<float>(x[static_cast<std::size_t>(i)]);
     const QuantContext context{derive_seed({seed, trial_seed, 1}), Role::key, 0, 0};
     const EncodedTensor encoded = quantizer.encode(1, dim, x_float.data(), context);
     quantizer.decode(encoded, context, decoded.data());
@@ -333,7 +335,9 @@ std::optional<PublishedValue> reproduction_d_mse(int bits) {
   return kValues[bits - 1];
 }
 
-std::array<PublishedValue, 2> reproduction_two_bit_centroids() { return {PublishedValue{0.453, 3}, PublishedValue{1.51, 2}}; }
+std::array<PublishedValue, 2> reproduction_two_bit_centroids() {
+  return {PublishedValue{0.453, 3}, PublishedValue{1.51, 2}};
+}
 
 std::optional<PublishedValue> reproduction_inner_product_error(int bits, InnerProductEstimator estimator,
                                                           double inner_product) {
@@ -342,7 +346,9 @@ std::optional<PublishedValue> reproduction_inner_product_error(int bits, InnerPr
       {{{0.24, 2}, {4.33, 2}, {13.6, 1}}, {{0.58, 2}, {0.45, 2}, {0.16, 2}}, {{1.57, 2}, {1.33, 2}, {0.76, 2}}},
       {{{0.10, 2}, {0.54, 2}, {1.53, 2}}, {{0.13, 2}, {0.15, 2}, {0.18, 2}}, {{0.56, 2}, {0.53, 2}, {0.46, 2}}},
       {{{0.033, 3}, {0.080, 3}, {0.19, 2}}, {{0.035, 3}, {0.046, 3}, {0.070, 3}}, {{0.18, 2}, {0.18, 2}, {0.17, 2}}},
-      {{{0.009, 3}, {0.016, 3}, {0.031, 3}}, {{0.009, 3}, {0.013, 3}, {0.022, 3}}, {{0.053, 3}, {0.053, 3}, {0.052, 3}}},
+      {{{0.009, 3}, {0.016, 3}, {0.031, 3}},
+       {{0.009, 3}, {0.013, 3}, {0.022, 3}},
+       {{0.053, 3}, {0.053, 3}, {0.052, 3}}},
   };
   static constexpr double kInnerProducts[] = {0.0, 0.5, 0.9};
   if (bits < 1 || bits > 4) return std::nullopt;

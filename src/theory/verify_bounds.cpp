@@ -1,6 +1,7 @@
 // `tqlab verify-bounds`: TurboQuant's Theorems 1-3 (arXiv:2504.19874) against
 // the Lloyd–Max codebook's exact integrals, Monte Carlo and the published
-// constants (the numpy reproduction, turboquant-explained and FlashQuant's notes: docs/SOURCES.md). See verify_bounds.h.
+// constants (the numpy reproduction, turboquant-explained and FlashQuant's notes: docs/SOURCES.md). See
+// verify_bounds.h.
 #include "theory/verify_bounds.h"
 
 #include <algorithm>
@@ -121,9 +122,10 @@ void fill_theory(BoundsRow& row) {
       const double root_dim = std::sqrt(static_cast<double>(dim));
       for (std::size_t i = 0; i < published.size(); ++i) {
         const double scaled = row.centroids[2 + i] * root_dim;
-        row.checks.push_back(exact_check(fmt::format("reproduction.centroid{}", i), scaled, published[i].value,
-                                         std::fabs(scaled - published[i].value) <= 2 * published[i].half_unit() * slack,
-                                         "the numpy reproduction's b = 2 centroid times sqrt(d), to one unit of its last digit"));
+        row.checks.push_back(
+            exact_check(fmt::format("reproduction.centroid{}", i), scaled, published[i].value,
+                        std::fabs(scaled - published[i].value) <= 2 * published[i].half_unit() * slack,
+                        "the numpy reproduction's b = 2 centroid times sqrt(d), to one unit of its last digit"));
       }
     }
   }
@@ -150,7 +152,8 @@ void measure_one_hot(BoundsRow& row, const VerifyBoundsOptions& options) {
     result.spec = fmt::format("tq:b={},rot={},norm=fp32", row.bits, result.rotation);
     result.seeds = seeds;
     const std::uint64_t seed = row_seed(options, row.dim, row.bits, kOneHotStream, static_cast<std::uint64_t>(kind));
-    result.d_mse = measure_structured_input(*make_quantizer(result.spec), row.dim, row.dim, x.data(), seeds, seed).d_mse;
+    result.d_mse =
+        measure_structured_input(*make_quantizer(result.spec), row.dim, row.dim, x.data(), seeds, seed).d_mse;
     result.debiased_inner_product =
         measure_structured_input(*make_quantizer(result.spec + ",debias"), row.dim, row.dim, x.data(), seeds, seed)
             .inner_product;
@@ -194,8 +197,8 @@ void measure_rotations(BoundsRow& row, const VerifyBoundsOptions& options) {
                                                 row_seed(options, row.dim, row.bits, kRotationStream,
                                                          static_cast<std::uint64_t>(kind)));
     result.z = z_score(result.d_mse, row.d_mse_theory);
-    row.checks.push_back(z_check(fmt::format("d_mse_rotation.{}", result.rotation), result.d_mse.mean, row.d_mse_theory, result.z,
-                                 options.tolerance_z,
+    row.checks.push_back(z_check(fmt::format("d_mse_rotation.{}", result.rotation), result.d_mse.mean, row.d_mse_theory,
+                                 result.z, options.tolerance_z,
                                  fmt::format("D_mse through {} vs theory", result.spec)));
     row.rotations.push_back(std::move(result));
   }
@@ -245,18 +248,20 @@ void measure_inner_products(BoundsRow& row, const VerifyBoundsOptions& options) 
       cell.expected_bias = estimator == InnerProductEstimator::biased ? (sampler.alpha() - 1) * inner_product : 0.0;
       cell.bias_z = z_score(cell.error, cell.expected_bias);
       const std::string name(inner_product_estimator_name(estimator));
-      row.checks.push_back(z_check(check_name("bias", name, inner_product), cell.error.mean, cell.expected_bias, cell.bias_z,
-                                   options.tolerance_z,
+      row.checks.push_back(z_check(check_name("bias", name, inner_product), cell.error.mean, cell.expected_bias,
+                                   cell.bias_z, options.tolerance_z,
                                    estimator == InnerProductEstimator::biased ? "mean error vs (alpha - 1)*<y,x>"
                                                                               : "mean error vs 0 (unbiased)"));
-      cell.reproduction = row.dim == kReproductionDim ? reproduction_inner_product_error(row.bits, estimator, inner_product)
-                                            : std::nullopt;
+      cell.reproduction = row.dim == kReproductionDim
+                              ? reproduction_inner_product_error(row.bits, estimator, inner_product)
+                              : std::nullopt;
       cell.reproduction_z = kNaN;
       if (cell.reproduction) {
         cell.reproduction_z = reproduction_z_score(cell.scaled_squared_error, *cell.reproduction);
-        row.checks.push_back(z_check(check_name("reproduction", name, inner_product), cell.scaled_squared_error.mean, cell.reproduction->value,
-                                     cell.reproduction_z, options.tolerance_z,
-                                     "d*E[err^2] vs the numpy reproduction's table (its Monte Carlo error and rounding granted)"));
+        row.checks.push_back(
+            z_check(check_name("reproduction", name, inner_product), cell.scaled_squared_error.mean,
+                    cell.reproduction->value, cell.reproduction_z, options.tolerance_z,
+                    "d*E[err^2] vs the numpy reproduction's table (its Monte Carlo error and rounding granted)"));
       }
     }
     result.residual_norm2 = residual_stats.estimate();
@@ -264,10 +269,11 @@ void measure_inner_products(BoundsRow& row, const VerifyBoundsOptions& options) 
     const double prod_target = d_over_m * std::numbers::pi / 2 * row.d_mse_bits_minus_1;
     result.prod_predicted = prod_target - d_over_m * result.scaled_y_dot_residual2.mean / d;
     result.prod_z = z_score(prod_target_stats.estimate(), prod_target);
-    row.checks.push_back(z_check(
-        check_name("prod_variance", "", inner_product), result.estimators[static_cast<std::size_t>(InnerProductEstimator::prod)].scaled_squared_error.mean,
-        result.prod_predicted, result.prod_z, options.tolerance_z,
-        "prod's d*E[err^2] vs (d/m)*[(pi/2)*D_mse(b-1) - E<y,r>^2] (Theorem 2)"));
+    row.checks.push_back(
+        z_check(check_name("prod_variance", "", inner_product),
+                result.estimators[static_cast<std::size_t>(InnerProductEstimator::prod)].scaled_squared_error.mean,
+                result.prod_predicted, result.prod_z, options.tolerance_z,
+                "prod's d*E[err^2] vs (d/m)*[(pi/2)*D_mse(b-1) - E<y,r>^2] (Theorem 2)"));
     row.inner_products.push_back(std::move(result));
   }
 
@@ -373,7 +379,8 @@ std::vector<std::string> BoundsReport::failures() const {
   for (const BoundsRow& row : rows) {
     for (const BoundsCheck& check : row.checks) {
       if (check.ok) continue;
-      const std::string z = std::isnan(check.z) ? "" : fmt::format(", z = {:.2f} (limit {:g})", check.z, options.tolerance_z);
+      const std::string z =
+          std::isnan(check.z) ? "" : fmt::format(", z = {:.2f} (limit {:g})", check.z, options.tolerance_z);
       lines.push_back(fmt::format("dim {}, b {}: {}: {:.6g} vs {:.6g}{} ({})", row.dim, row.bits, check.name,
                                   check.value, check.expected, z, check.detail));
     }

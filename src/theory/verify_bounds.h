@@ -99,7 +99,8 @@ struct EstimatorResult {
   Estimate scaled_squared_error;  ///< d · err²
   double expected_bias = 0;       ///< biased: (α − 1)·⟨y, x⟩; debiased and prod: 0
   double bias_z = 0;
-  std::optional<PublishedValue> reproduction;  ///< the numpy reproduction's d · E[err²] (d = 128, its ⟨y, x⟩ only)
+  /// The numpy reproduction's d · E[err²] (d = 128, its ⟨y, x⟩ only).
+  std::optional<PublishedValue> reproduction;
   /// (measured − published) in standard errors of the difference of two Monte
   /// Carlo means (ours and the numpy reproduction's 20,000 samples), after the published
   /// rounding (half a unit in its last digit) is granted. NaN without reproduction.

@@ -84,12 +84,13 @@ nlohmann::json row_json(const BoundsRow& row, double tolerance_z) {
     entry["inner_product"] = result.inner_product;
     for (InnerProductEstimator estimator : kInnerProductEstimators) {
       const EstimatorResult& cell = result.estimators[static_cast<std::size_t>(estimator)];
-      nlohmann::json json_cell = {{"bias", estimate_json(cell.error)},
-                                  {"expected_bias", cell.expected_bias},
-                                  {"bias_z", number_or_null(cell.bias_z)},
-                                  {"scaled_mse", estimate_json(cell.scaled_squared_error)},
-                                  {"reproduction", cell.reproduction ? nlohmann::json(cell.reproduction->value) : nlohmann::json()},
-                                  {"reproduction_z", number_or_null(cell.reproduction_z)}};
+      nlohmann::json json_cell = {
+          {"bias", estimate_json(cell.error)},
+          {"expected_bias", cell.expected_bias},
+          {"bias_z", number_or_null(cell.bias_z)},
+          {"scaled_mse", estimate_json(cell.scaled_squared_error)},
+          {"reproduction", cell.reproduction ? nlohmann::json(cell.reproduction->value) : nlohmann::json()},
+          {"reproduction_z", number_or_null(cell.reproduction_z)}};
       entry[std::string(inner_product_estimator_name(estimator))] = json_cell;
     }
     entry["prod"]["predicted"] = result.prod_predicted;

@@ -1,5 +1,6 @@
-// libFuzzer target. An .npz archive (io/npz.h): end records (zip64 too), central directory, local headers, stored and deflated members, each a .npy stream. Both raw16_as_bf16 settings.
-// Input: the whole file. Accepted files are read in full (tensor_file_check.h).
+// libFuzzer target. An .npz archive (io/npz.h): end records (zip64 too), central directory, local headers, stored and
+// deflated members, each a .npy stream. Both raw16_as_bf16 settings. Input: the whole file. Accepted files are read in
+// full (tensor_file_check.h).
 #include <memory>
 
 #include "core/mapped_file.h"

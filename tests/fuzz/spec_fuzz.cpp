@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::expect_success_or_input_error([&] {
     const std::unique_ptr<Quantizer> quantizer = make_quantizer(spec);
     const std::string canonical = quantizer->spec();
-    if (make_quantizer(canonical)->spec() != canonical) fuzz::finding("spec() does not parse back to itself", canonical);
+    if (make_quantizer(canonical)->spec() != canonical)
+      fuzz::finding("spec() does not parse back to itself", canonical);
     quantizer->check_dim(dim);
     (void)quantizer->spec_for_dim(dim);
     constexpr std::int64_t kTokens = 5;
