@@ -28,6 +28,7 @@ void setup_verify_bounds(CLI::App& app, int& exit_code);
 void setup_sweep(CLI::App& app, int& exit_code);
 void setup_diff(CLI::App& app, int& exit_code);
 void setup_report(CLI::App& app, int& exit_code);
+void setup_tokenize(CLI::App& app, int& exit_code);
 
 /// Adds `--seed` to `command`, stored in `seed` (0 .. 2^64 - 1). A negative
 /// value is a usage error (CLI11 would wrap -1 to 2^64 - 1). Every command with
