@@ -1,5 +1,6 @@
 // tqlab tokenize: a Hugging Face tokenizer.json applied to a text file (ids out),
 // or to a list of ids (--decode: text out). docs/REFERENCE.md#tqlab-tokenize.
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -56,12 +57,17 @@ void write_ids(const std::string& path, const std::vector<std::int32_t>& ids, co
   write_tensor_file(path, std::span<const TensorToWrite>(&tensor, 1), metadata);
 }
 
-int run_encode(const TokenizeOptions& options, const Tokenizer& tokenizer) {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run_encode(const TokenizeOptions& options, const Tokenizer& tokenizer, double load_seconds) {
   const std::string text = read_whole_file(options.text);
   if (text.empty()) fail("text '{}' is empty: there is nothing to tokenize", options.text);
   const std::string text_sha256 = file_sha256(options.text);
   ProgressLine progress("tokenize", !options.quiet && text.size() >= kProgressBytes);
   std::vector<std::int32_t> ids;
+  const auto encode_start = std::chrono::steady_clock::now();
   try {
     ids = tokenizer.encode(text, options.add_special, [&](std::size_t done, std::size_t total) {
       progress.update(done >> 20, total >> 20, "MB");
@@ -69,6 +75,7 @@ int run_encode(const TokenizeOptions& options, const Tokenizer& tokenizer) {
   } catch (const InputError& error) {
     fail("text '{}': {}", options.text, error.what());
   }
+  const double encode_seconds = seconds_since(encode_start);
   progress.finish();
   if (!options.output.empty()) write_ids(options.output, ids, tokenizer, text_sha256);
   if (options.json) {
@@ -79,7 +86,8 @@ int run_encode(const TokenizeOptions& options, const Tokenizer& tokenizer) {
                             {"text", {{"path", json_text(options.text)}, {"sha256", text_sha256},
                                       {"bytes", text.size()}}},
                             {"add_special_tokens", options.add_special},
-                            {"token_count", ids.size()}};
+                            {"token_count", ids.size()},
+                            {"seconds", {{"load", load_seconds}, {"encode", encode_seconds}}}};
     if (options.output.empty()) {
       document["ids"] = ids;
     } else {
@@ -188,8 +196,10 @@ int run_tokenize(const TokenizeOptions& options) {
     fail("tqlab tokenize: -o '{}' must end in .npy, .npz or .safetensors (the ids are written as int32)",
          options.output);
   }
+  const auto load_start = std::chrono::steady_clock::now();
   const Tokenizer tokenizer = Tokenizer::load(options.tokenizer);
-  return options.text.empty() ? run_decode(options, tokenizer) : run_encode(options, tokenizer);
+  const double load_seconds = seconds_since(load_start);
+  return options.text.empty() ? run_decode(options, tokenizer) : run_encode(options, tokenizer, load_seconds);
 }
 
 }  // namespace

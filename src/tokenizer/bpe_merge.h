@@ -15,8 +15,9 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
+
+#include "tokenizer/flat_tables.h"
 
 namespace tqlab::tokenizer {
 
@@ -30,20 +31,14 @@ struct MergeRule {
 class MergeTable {
  public:
   /// Adds (or, for a pair listed again, replaces) the rule for (left, right).
-  void add(std::int32_t left, std::int32_t right, MergeRule rule) { rules_[key(left, right)] = rule; }
+  void add(std::int32_t left, std::int32_t right, MergeRule rule) { rules_.put(left, right, rule); }
   /// The rule for the pair, or nullptr.
-  const MergeRule* find(std::int32_t left, std::int32_t right) const {
-    const auto it = rules_.find(key(left, right));
-    return it == rules_.end() ? nullptr : &it->second;
-  }
+  const MergeRule* find(std::int32_t left, std::int32_t right) const { return rules_.find(left, right); }
   std::size_t size() const { return rules_.size(); }
   void reserve(std::size_t count) { rules_.reserve(count); }
 
  private:
-  static std::uint64_t key(std::int32_t left, std::int32_t right) {
-    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) | static_cast<std::uint32_t>(right);
-  }
-  std::unordered_map<std::uint64_t, MergeRule> rules_;
+  PairTable<MergeRule> rules_;
 };
 
 /// Merges `symbols` (token ids, in order) in place until no pair has a rule.

@@ -12,6 +12,17 @@ namespace tqlab::tokenizer {
 namespace {
 
 constexpr std::int64_t kMaxTokenId = (std::int64_t{1} << 31) - 1;
+constexpr std::string_view kMetaspace = "\u2581";
+
+// Whether `token` holds "▁" right after a character that is not "▁".
+bool joins_word_and_metaspace(std::string_view token) {
+  for (std::size_t at = token.find(kMetaspace); at != std::string_view::npos; at = token.find(kMetaspace, at + 1)) {
+    if (at > 0 && (at < kMetaspace.size() || token.substr(at - kMetaspace.size(), kMetaspace.size()) != kMetaspace)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 // The optional string member `key` ("" and null both mean none).
 std::string optional_string(const JsonReader& json, std::string_view key) {
@@ -43,14 +54,17 @@ std::pair<std::string, std::string> merge_sides(const JsonReader& merges, const 
 
 }  // namespace
 
-const std::vector<std::int32_t>* BpeWordCache::find(std::string_view word) const {
-  const auto it = words_.find(word);
-  return it == words_.end() ? nullptr : &it->second;
+bool BpeWordCache::append_if_known(std::string_view word, std::vector<std::int32_t>& out) const {
+  const Ids* known = words_.find(word);
+  if (known == nullptr) return false;
+  out.insert(out.end(), ids_.begin() + known->offset, ids_.begin() + known->offset + known->count);
+  return true;
 }
 
-void BpeWordCache::store(std::string_view word, const std::vector<std::int32_t>& ids) {
+void BpeWordCache::store(std::string_view word, std::span<const std::int32_t> ids) {
   if (word.size() >= kMaxWordBytes || words_.size() >= kMaxWords) return;
-  words_.emplace(std::string(word), ids);
+  words_.put(word, {static_cast<std::uint32_t>(ids_.size()), static_cast<std::uint32_t>(ids.size())});
+  ids_.insert(ids_.end(), ids.begin(), ids.end());
 }
 
 BpeModel BpeModel::from_json(const JsonReader& json) {
@@ -74,13 +88,16 @@ BpeModel BpeModel::from_json(const JsonReader& json) {
   if (!vocabulary.is_object()) vocabulary.fail("expected an object of token: id, got {}", vocabulary.type_name());
   std::int64_t largest_id = -1;
   model.vocabulary_.reserve(vocabulary.value().size());
+  std::vector<std::pair<std::string_view, std::int32_t>> entries;
+  entries.reserve(vocabulary.value().size());
   for (const auto& [token, id_json] : vocabulary.value().items()) {
     if (!id_json.is_number_integer() || id_json.get<std::int64_t>() < 0 || id_json.get<std::int64_t>() > kMaxTokenId) {
       vocabulary.fail("token '{}' has id {}, expected an integer in [0, {}]", printable(token), id_json.dump(),
                       kMaxTokenId);
     }
     const auto id = id_json.get<std::int64_t>();
-    model.vocabulary_.emplace(token, static_cast<std::int32_t>(id));
+    model.vocabulary_.put(token, static_cast<std::int32_t>(id));
+    entries.emplace_back(token, static_cast<std::int32_t>(id));
     largest_id = std::max(largest_id, id);
   }
   // Ids index a table: refuse a few tokens with ids in the billions rather than allocate gigabytes.
@@ -90,7 +107,12 @@ BpeModel BpeModel::from_json(const JsonReader& json) {
   }
   model.tokens_.resize(static_cast<std::size_t>(largest_id + 1));
   model.has_token_.resize(model.tokens_.size());
-  for (const auto& [token, id] : model.vocabulary_) {
+  model.char_ids_.assign(kDirectCodePoints, -1);
+  for (const auto& [token, id] : entries) {
+    char32_t code_point = 0;
+    if (utf8_char_at(token, code_point) == token.size() && code_point < kDirectCodePoints) {
+      model.char_ids_[code_point] = id;
+    }
     if (model.has_token_[id]) {
       vocabulary.fail("tokens '{}' and '{}' have the same id {}", printable(model.tokens_[id]), printable(token), id);
     }
@@ -103,6 +125,7 @@ BpeModel BpeModel::from_json(const JsonReader& json) {
   const nlohmann::json& merge_list = merges.value();
   model.merges_.reserve(merge_list.size());
   std::int32_t rank = 0;
+  bool some_merge_joins_metaspace = false;
   for (std::size_t index = 0; index < merge_list.size(); ++index) {
     const nlohmann::json& merge = merge_list[index];
     if (merge.is_string() && merge.get_ref<const std::string&>().starts_with("#version")) continue;
@@ -116,7 +139,9 @@ BpeModel BpeModel::from_json(const JsonReader& json) {
                   printable(right), printable(missing));
     }
     model.merges_.add(*left_id, *right_id, {rank++, *merged_id});
+    some_merge_joins_metaspace = some_merge_joins_metaspace || joins_word_and_metaspace(left + right);
   }
+  model.cut_before_metaspace_ = !some_merge_joins_metaspace && !model.ignore_merges_;
 
   const std::string unk = optional_string(json, "unk_token");
   if (!unk.empty()) {
@@ -130,9 +155,9 @@ BpeModel BpeModel::from_json(const JsonReader& json) {
 }
 
 std::optional<std::int32_t> BpeModel::id_of(std::string_view text) const {
-  const auto it = vocabulary_.find(text);
-  if (it == vocabulary_.end()) return std::nullopt;
-  return it->second;
+  const std::int32_t* id = vocabulary_.find(text);
+  if (id == nullptr) return std::nullopt;
+  return *id;
 }
 
 const std::string* BpeModel::token_of(std::int32_t id) const {
@@ -154,13 +179,21 @@ void BpeModel::initial_symbols(std::string_view piece, std::vector<std::int32_t>
   bool unk_pending = false;
   std::size_t at = 0;
   while (at < piece.size()) {
-    const std::size_t length = char_or_byte_length(piece.substr(at));
+    char32_t code_point = 0;
+    const std::size_t valid_length = utf8_char_at(piece.substr(at), code_point);
+    const std::size_t length = valid_length == 0 ? 1 : valid_length;
     const std::string_view character = piece.substr(at, length);
     at += length;
-    if (const auto id = id_of(character)) {
+    std::int32_t id = -1;
+    if (valid_length != 0 && code_point < kDirectCodePoints) {
+      id = char_ids_[code_point];
+    } else if (const auto found = id_of(character)) {
+      id = *found;
+    }
+    if (id >= 0) {
       if (unk_pending) symbols.push_back(*unk_id_);
       unk_pending = false;
-      symbols.push_back(*id);
+      symbols.push_back(id);
       continue;
     }
     if (byte_fallback_) {
@@ -187,15 +220,28 @@ void BpeModel::tokenize(std::string_view piece, BpeWordCache& cache, std::vector
       return;
     }
   }
-  if (const std::vector<std::int32_t>* known = cache.find(piece)) {
-    out.insert(out.end(), known->begin(), known->end());
+  if (!cut_before_metaspace_) {
+    tokenize_word(piece, cache, out);
     return;
   }
+  std::size_t word_start = 0;
+  for (std::size_t at = piece.find(kMetaspace, 1); at != std::string_view::npos;
+       at = piece.find(kMetaspace, at + 1)) {
+    // A cut where "▁" follows another character (a stray byte counts as one).
+    if (at >= kMetaspace.size() && piece.substr(at - kMetaspace.size(), kMetaspace.size()) == kMetaspace) continue;
+    tokenize_word(piece.substr(word_start, at - word_start), cache, out);
+    word_start = at;
+  }
+  tokenize_word(piece.substr(word_start), cache, out);
+}
+
+void BpeModel::tokenize_word(std::string_view word, BpeWordCache& cache, std::vector<std::int32_t>& out) const {
+  if (word.empty() || cache.append_if_known(word, out)) return;
   std::vector<std::int32_t> symbols;
-  symbols.reserve(piece.size());
-  initial_symbols(piece, symbols);
+  symbols.reserve(word.size());
+  initial_symbols(word, symbols);
   merge_symbols(merges_, symbols);
-  cache.store(piece, symbols);
+  cache.store(word, symbols);
   out.insert(out.end(), symbols.begin(), symbols.end());
 }
 

@@ -11,6 +11,14 @@
 //      dropped, as Hugging Face drops it.
 //   3. The symbols are merged (bpe_merge.h).
 //
+// SentencePiece-style files (Llama 2, Mistral) have no pre-tokenizer: the
+// whole text is one piece, and merging 10 MB at once is slow (cache misses in
+// a queue of millions). When no merge of the file makes a token in which "▁"
+// (U+2581, the space of these vocabularies) follows another character, no
+// token can span a place where "▁" follows another character, so the piece is
+// cut there first and each word merged on its own: the same tokens, checked on
+// load, and the words repeat, so the word cache serves most of them.
+//
 // Merges come in either of the two forms files use: "a b" strings (a line of
 // merges.txt; "#version" lines are skipped) or ["a", "b"] pairs. Both sides
 // and their concatenation must be tokens of the vocabulary. A pair listed
@@ -25,10 +33,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <span>
 #include <vector>
 
 #include "tokenizer/bpe_merge.h"
+#include "tokenizer/flat_tables.h"
 
 namespace tqlab {
 class JsonReader;
@@ -46,15 +55,17 @@ class BpeWordCache {
   /// Words of at least this many bytes are not kept (a long word seldom repeats).
   static constexpr std::size_t kMaxWordBytes = 256;
 
-  const std::vector<std::int32_t>* find(std::string_view word) const;
-  void store(std::string_view word, const std::vector<std::int32_t>& ids);
+  /// Appends the ids stored for `word` to `out` and returns true, or returns false.
+  bool append_if_known(std::string_view word, std::vector<std::int32_t>& out) const;
+  void store(std::string_view word, std::span<const std::int32_t> ids);
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
+  struct Ids {
+    std::uint32_t offset;
+    std::uint32_t count;
   };
-  std::unordered_map<std::string, std::vector<std::int32_t>, Hash, std::equal_to<>> words_;
+  StringTable<Ids> words_;
+  std::vector<std::int32_t> ids_;
 };
 
 class BpeModel {
@@ -78,14 +89,16 @@ class BpeModel {
   const MergeTable& merges() const { return merges_; }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>()(text); }
-  };
+  // Steps 2 and 3 of the header on one word, through the cache.
+  void tokenize_word(std::string_view word, BpeWordCache& cache, std::vector<std::int32_t>& out) const;
   // Step 2 of the header: the symbols of `piece` before merging.
   void initial_symbols(std::string_view piece, std::vector<std::int32_t>& symbols) const;
 
-  std::unordered_map<std::string, std::int32_t, Hash, std::equal_to<>> vocabulary_;
+  StringTable<std::int32_t> vocabulary_;
+  /// The id of the one-character token of each code point below kDirectCodePoints, -1 when none:
+  /// most characters a piece starts from are found without hashing.
+  static constexpr char32_t kDirectCodePoints = 0x10000;
+  std::vector<std::int32_t> char_ids_;
   std::vector<std::string> tokens_;  ///< by id; empty for an id no token has
   std::vector<bool> has_token_;      ///< by id
   MergeTable merges_;
@@ -93,6 +106,7 @@ class BpeModel {
   bool fuse_unk_ = false;
   bool byte_fallback_ = false;
   bool ignore_merges_ = false;
+  bool cut_before_metaspace_ = false;  ///< see the header: merging never joins "x" and "▁"
   std::array<std::int32_t, 256> byte_ids_{};  ///< "<0xXX>" ids, -1 when absent
 };
 

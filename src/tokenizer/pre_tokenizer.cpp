@@ -21,6 +21,32 @@ struct Span {
   bool is_match;
 };
 
+// Appends text[begin, end), which no match covers, as spans that are not matches.
+// After a regex, every stray byte (one that belongs to no UTF-8 character, so no
+// match could take it) is a span of its own: it becomes a piece of its own, and
+// so its byte's token, rather than merging with its neighbours.
+void add_gap(const std::string& text, std::size_t begin, std::size_t end, bool cut_stray_bytes,
+             std::vector<Span>& spans) {
+  if (!cut_stray_bytes) {
+    spans.push_back({begin, end, false});
+    return;
+  }
+  std::size_t run_start = begin;
+  std::size_t at = begin;
+  while (at < end) {
+    char32_t code_point = 0;
+    const std::size_t length = utf8_char_at(std::string_view(text).substr(at, end - at), code_point);
+    if (length != 0) {
+      at += length;
+      continue;
+    }
+    if (at > run_start) spans.push_back({run_start, at, false});
+    spans.push_back({at, at + 1, false});
+    run_start = ++at;
+  }
+  if (end > run_start) spans.push_back({run_start, end, false});
+}
+
 // Matches and the text between them, covering all of `text` in order (empty matches included).
 std::vector<Span> spans_of(const std::string& text, const TextPattern& pattern) {
   std::vector<TextMatch> matches;
@@ -29,11 +55,11 @@ std::vector<Span> spans_of(const std::string& text, const TextPattern& pattern) 
   spans.reserve(2 * matches.size() + 1);
   std::size_t at = 0;
   for (const TextMatch& match : matches) {
-    if (match.begin > at) spans.push_back({at, match.begin, false});
+    if (match.begin > at) add_gap(text, at, match.begin, pattern.is_regex(), spans);
     spans.push_back({match.begin, match.end, true});
     at = match.end;
   }
-  if (at < text.size()) spans.push_back({at, text.size(), false});
+  if (at < text.size()) add_gap(text, at, text.size(), pattern.is_regex(), spans);
   return spans;
 }
 

@@ -12,7 +12,9 @@
 //              (always, first: only before the start of the whole input, never),
 //              and pieces are cut before each replacement character
 //   Sequence   {pretokenizers}: each in turn on every piece
-// Empty pieces are dropped after every step.
+// Empty pieces are dropped after every step. A byte that belongs to no UTF-8
+// character is never part of a regex match (text_pattern.h); Split and
+// ByteLevel's regex make each such byte a piece of its own.
 #pragma once
 
 #include <memory>

@@ -42,6 +42,9 @@ class TextPattern {
   /// `text` with every match replaced by `replacement`.
   std::string replace_all(std::string_view text, std::string_view replacement) const;
 
+  /// True for a regular expression, false for a literal.
+  bool is_regex() const { return regex_ != nullptr; }
+
   /// The pattern as written in the file, for messages.
   const std::string& source() const { return source_; }
 
