@@ -27,7 +27,7 @@ bytes=$(/usr/bin/python3 tools/make_tokenize_bench_text.py "$text" "$megabytes")
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; node $(node --version)"
 echo "text: $text, $bytes bytes, sha256 $(sha256sum "$text" | cut -c1-16)..."
 echo
-printf '%-8s %10s %10s %12s %12s %12s  %s\n' family tokens "tqlab s" "tqlab MB/s" "Rust MB/s" "JS MB/s" "ids = Rust's"
+printf '%-8s %10s %14s %14s %14s  %s\n' family tokens "tqlab MB/s" "Rust MB/s" "JS MB/s" "ids = Rust's"
 for family in llama3 qwen3 llama2; do
   tokenizer=$(node "$reference" path "$family")
   js_bytes=$bytes
@@ -36,13 +36,17 @@ for family in llama3 qwen3 llama2; do
   theirs=$(node "$reference" bench "$family" "$text" "$js_bytes" "$work/$family.npy")
   node -e '
     const [ours, theirs, family] = [JSON.parse(process.argv[1]), JSON.parse(process.argv[2]), process.argv[3]];
-    const rate = (bytes, seconds) => (bytes / 1e6 / seconds).toFixed(2);
-    const js = rate(theirs.js_bytes, theirs.js_seconds) + (theirs.js_bytes < theirs.bytes ? "*" : "");
-    console.log(`${family.padEnd(8)} ${String(ours.token_count).padStart(10)} ${ours.seconds.encode.toFixed(2).padStart(10)} ` +
-      `${rate(ours.text.bytes, ours.seconds.encode).padStart(12)} ${rate(theirs.bytes, theirs.rust_seconds).padStart(12)} ` +
-      `${js.padStart(12)}  ${theirs.same_ids_as_npy ? "yes" : "NO"}`);
+    // MB per CPU second (MB per wall second in parentheses).
+    const rate = (bytes, cpu, wall) => `${(bytes / 1e6 / cpu).toFixed(2)} (${(bytes / 1e6 / wall).toFixed(2)})`;
+    const js = rate(theirs.js_bytes, theirs.js_cpu_seconds, theirs.js_seconds) + (theirs.js_bytes < theirs.bytes ? "*" : "");
+    console.log(`${family.padEnd(8)} ${String(ours.token_count).padStart(10)} ` +
+      `${rate(ours.text.bytes, ours.cpu_seconds.encode, ours.seconds.encode).padStart(14)} ` +
+      `${rate(theirs.bytes, theirs.rust_cpu_seconds, theirs.rust_seconds).padStart(14)} ` +
+      `${js.padStart(14)}  ${theirs.same_ids_as_npy ? "yes" : "NO"}`);
   ' "$ours" "$theirs" "$family"
 done
 echo
-echo "tqlab s: encoding only (the tokenizer.json load, 0.1-0.7 s, is not counted; nor is it for the references)."
+echo "MB/s: megabytes (10^6 bytes) of text per second of CPU time, encoding only (per second of wall time in"
+echo "parentheses); the tokenizer.json load (0.1-1 s) is not counted, for tqlab nor for the references."
 echo "* the JavaScript port on the first $((${LLAMA2_JS_BYTES:-1048576} / 1024)) KiB only (quadratic on one long word)."
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

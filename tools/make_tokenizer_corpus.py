@@ -111,6 +111,13 @@ MIXED = (
     "\u00c6sir \u00d8re \u0141\u00f3d\u017a \u010ce\u0161tina \u00e6\u00f8\u00e5\n"
 )
 
+# Where Unicode's white space, JavaScript's \s and Oniguruma's \s could part ways: NEL, BOM,
+# no-break spaces, Ogham space, the Mongolian vowel separator, zero-width space, line separator.
+UNICODE_SPACES = (
+    "!\u0085x a \u0085\u0085 b x\u0085\u0085\n \u0085 a\ufeff\ufeffb !\ufeff a\u00a0\u00a0b\u00a0 "
+    "a\u1680b a\u180eb \u200b\u200b a x\u2028\u2028y \u3000\u3000z\n"
+)
+
 CONTROL = (
     "nul\x00byte and two\x00\x00nuls\n"
     "controls \x01\x02\x03\x1b[31mred\x1b[0m del\x7f bell\x07 backspace\x08\n"
@@ -151,6 +158,7 @@ TEXTS = {
     "special_tokens": SPECIAL_TOKENS,
     "mixed_languages": MIXED,
     "control_characters": CONTROL,
+    "unicode_spaces": UNICODE_SPACES,
     "punctuation": PUNCTUATION,
     "long_runs": long_runs(),
     "single_letter": "a",

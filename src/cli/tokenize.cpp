@@ -1,6 +1,7 @@
 // tqlab tokenize: a Hugging Face tokenizer.json applied to a text file (ids out),
 // or to a list of ids (--decode: text out). docs/REFERENCE.md#tqlab-tokenize.
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -68,6 +69,7 @@ int run_encode(const TokenizeOptions& options, const Tokenizer& tokenizer, doubl
   ProgressLine progress("tokenize", !options.quiet && text.size() >= kProgressBytes);
   std::vector<std::int32_t> ids;
   const auto encode_start = std::chrono::steady_clock::now();
+  const std::clock_t encode_cpu_start = std::clock();  // the process's CPU time: encoding runs on this thread only
   try {
     ids = tokenizer.encode(text, options.add_special, [&](std::size_t done, std::size_t total) {
       progress.update(done >> 20, total >> 20, "MB");
@@ -76,6 +78,7 @@ int run_encode(const TokenizeOptions& options, const Tokenizer& tokenizer, doubl
     fail("text '{}': {}", options.text, error.what());
   }
   const double encode_seconds = seconds_since(encode_start);
+  const double encode_cpu_seconds = static_cast<double>(std::clock() - encode_cpu_start) / CLOCKS_PER_SEC;
   progress.finish();
   if (!options.output.empty()) write_ids(options.output, ids, tokenizer, text_sha256);
   if (options.json) {
@@ -87,7 +90,8 @@ int run_encode(const TokenizeOptions& options, const Tokenizer& tokenizer, doubl
                                       {"bytes", text.size()}}},
                             {"add_special_tokens", options.add_special},
                             {"token_count", ids.size()},
-                            {"seconds", {{"load", load_seconds}, {"encode", encode_seconds}}}};
+                            {"seconds", {{"load", load_seconds}, {"encode", encode_seconds}}},
+                            {"cpu_seconds", {{"encode", encode_cpu_seconds}}}};
     if (options.output.empty()) {
       document["ids"] = ids;
     } else {
@@ -221,9 +225,14 @@ void setup_tokenize(CLI::App& app, int& exit_code) {
                       "(default stdout)");
   command->add_flag("--json", options->json,
                     "Print a tqlab.tokenize/1 document (with the ids unless -o) instead of the ids");
-  command->add_flag("--add-special,!--no-add-special", options->add_special,
-                    "Put the post-processor's special tokens around the text (default on, as Hugging Face's "
-                    "encode; Llama 2: <s> first, Qwen3: none)");
+  // Two flags rather than CLI11's "--x,!--no-x", whose help line reads "--no-x{false}".
+  auto* no_add_special = command->add_flag_callback(
+      "--no-add-special", [options] { options->add_special = false; }, "Leave the special tokens out");
+  command
+      ->add_flag_callback("--add-special", [options] { options->add_special = true; },
+                          "Put the post-processor's special tokens around the text (the default, as Hugging Face's "
+                          "encode: Llama 2 <s> first; Qwen3 none)")
+      ->excludes(no_add_special);
   command->add_flag("--skip-special", options->skip_special, "Decode: leave special tokens out");
   command->add_flag("-q,--quiet", options->quiet, "No progress line");
   command->callback([options, &exit_code] { exit_code = run_tokenize(*options); });

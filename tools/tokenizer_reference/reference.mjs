@@ -102,17 +102,25 @@ async function main() {
     if (text === null) throw new Error(`${files[0]} is not UTF-8`);
     const maxJsBytes = files[1] ? Number(files[1]) : Infinity;
     const bytes = Buffer.byteLength(text);
+    // Wall time and the process's CPU time (user + system, all threads: the Rust binding encodes
+    // on one thread of libuv's pool, the JavaScript port on the main thread).
+    const cpuSeconds = (usage) => (usage.user + usage.system) / 1e6;
     let start = process.hrtime.bigint();
+    let cpuStart = process.cpuUsage();
     const rustIds = await references.rust.encode(text, false);
     const rustSeconds = Number(process.hrtime.bigint() - start) / 1e9;
+    const rustCpuSeconds = cpuSeconds(process.cpuUsage(cpuStart));
     // A prefix for the JavaScript reference when asked: cut at a character, never inside one.
     const jsText = bytes <= maxJsBytes ? text : Buffer.from(text).subarray(0, maxJsBytes).toString('utf8').replace(/\uFFFD+$/, '');
     start = process.hrtime.bigint();
+    cpuStart = process.cpuUsage();
     const jsIds = references.js.encode(jsText, false);
     const jsSeconds = Number(process.hrtime.bigint() - start) / 1e9;
+    const jsCpuSeconds = cpuSeconds(process.cpuUsage(cpuStart));
     const result = {
-      bytes, rust_seconds: rustSeconds, rust_tokens: rustIds.length,
-      js_bytes: Buffer.byteLength(jsText), js_seconds: jsSeconds, js_tokens: jsIds.length,
+      bytes, rust_seconds: rustSeconds, rust_cpu_seconds: rustCpuSeconds, rust_tokens: rustIds.length,
+      js_bytes: Buffer.byteLength(jsText), js_seconds: jsSeconds, js_cpu_seconds: jsCpuSeconds,
+      js_tokens: jsIds.length,
     };
     if (files[2]) result.same_ids_as_npy = sameIds(readNpyInt32(files[2]), rustIds);
     console.log(JSON.stringify(result));
