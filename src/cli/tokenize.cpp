@@ -63,7 +63,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 int run_encode(const TokenizeOptions& options, const Tokenizer& tokenizer, double load_seconds) {
-  const std::string text = read_whole_file(options.text);
+  const MappedFile text_file(options.text);  // encoded from the map: no copy of a long text
+  const std::string_view text(reinterpret_cast<const char*>(text_file.bytes().data()), text_file.bytes().size());
   if (text.empty()) fail("text '{}' is empty: there is nothing to tokenize", options.text);
   const std::string text_sha256 = file_sha256(options.text);
   ProgressLine progress("tokenize", !options.quiet && text.size() >= kProgressBytes);
