@@ -163,6 +163,12 @@ TEST(TokenizerJsonTest, RefusalsNameFilePathAndWhatIsSupported) {
   dropout["model"]["dropout"] = 0.1;
   EXPECT_NE(load_error("dropout.json", dropout).find("dropout"), std::string::npos);
 
+  json nested = sentencepiece_document();
+  json normalizer_chain = {{"type", "NFC"}};
+  for (int i = 0; i < 40; ++i) normalizer_chain = {{"type", "Sequence"}, {"normalizers", json::array({normalizer_chain})}};
+  nested["normalizer"] = normalizer_chain;
+  EXPECT_NE(load_error("nested.json", nested).find("nested more than 32 deep"), std::string::npos);
+
   const std::string truncated = write_temp_file("truncated.json", sentencepiece_document().dump().substr(0, 300));
   message = input_error_message([&] { Tokenizer::load(truncated); });
   EXPECT_NE(message.find("tokenizer '" + truncated + "'"), std::string::npos) << message;

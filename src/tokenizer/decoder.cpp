@@ -5,6 +5,7 @@
 
 #include "io/json_reader.h"
 #include "tokenizer/byte_level_alphabet.h"
+#include "tokenizer/nesting.h"
 #include "tokenizer/pattern_json.h"
 #include "tokenizer/text_pattern.h"
 #include "tokenizer/unicode_text.h"
@@ -160,9 +161,8 @@ std::unique_ptr<Decoder> make_metaspace_decoder(const JsonReader& json) {
   return std::make_unique<MetaspaceDecoder>(one_character(json.at("replacement")), drop_in_first, where);
 }
 
-}  // namespace
-
-std::unique_ptr<Decoder> make_decoder(const JsonReader& json) {
+std::unique_ptr<Decoder> make_decoder_at(const JsonReader& json, int depth) {
+  if (depth > kMaxSequenceNesting) json.fail("Sequences nested more than {} deep", kMaxSequenceNesting);
   const std::string type = json.at("type").as_string();
   if (type == "ByteLevel") {
     json.allow_only({"type", "add_prefix_space", "trim_offsets", "use_regex"});
@@ -190,13 +190,17 @@ std::unique_ptr<Decoder> make_decoder(const JsonReader& json) {
   if (type == "Sequence") {
     json.allow_only({"type", "decoders"});
     std::vector<std::unique_ptr<Decoder>> steps;
-    for (const JsonReader& step : json.at("decoders").elements()) steps.push_back(make_decoder(step));
+    for (const JsonReader& step : json.at("decoders").elements()) steps.push_back(make_decoder_at(step, depth + 1));
     return std::make_unique<SequenceDecoder>(std::move(steps));
   }
   json.at("type").fail("decoder type '{}' is not supported (supported: ByteLevel, Replace, ByteFallback, Fuse, "
                        "Strip, Metaspace, Sequence)",
                        type);
 }
+
+}  // namespace
+
+std::unique_ptr<Decoder> make_decoder(const JsonReader& json) { return make_decoder_at(json, 0); }
 
 std::string decode_tokens(const Decoder* decoder, std::vector<std::string> tokens) {
   if (decoder == nullptr) return joined(tokens, " ");

@@ -7,6 +7,7 @@
 
 #include "io/json_reader.h"
 #include "tokenizer/nfc.h"
+#include "tokenizer/nesting.h"
 #include "tokenizer/pattern_json.h"
 #include "tokenizer/text_pattern.h"
 
@@ -51,9 +52,8 @@ class SequenceNormalizer final : public Normalizer {
   std::vector<std::unique_ptr<Normalizer>> steps_;
 };
 
-}  // namespace
-
-std::unique_ptr<Normalizer> make_normalizer(const JsonReader& json) {
+std::unique_ptr<Normalizer> make_normalizer_at(const JsonReader& json, int depth) {
+  if (depth > kMaxSequenceNesting) json.fail("Sequences nested more than {} deep", kMaxSequenceNesting);
   const std::string type = json.at("type").as_string();
   if (type == "NFC") {
     json.allow_only({"type"});
@@ -70,10 +70,14 @@ std::unique_ptr<Normalizer> make_normalizer(const JsonReader& json) {
   if (type == "Sequence") {
     json.allow_only({"type", "normalizers"});
     std::vector<std::unique_ptr<Normalizer>> steps;
-    for (const JsonReader& step : json.at("normalizers").elements()) steps.push_back(make_normalizer(step));
+    for (const JsonReader& step : json.at("normalizers").elements()) steps.push_back(make_normalizer_at(step, depth + 1));
     return std::make_unique<SequenceNormalizer>(std::move(steps));
   }
   json.at("type").fail("normalizer type '{}' is not supported (supported: NFC, Prepend, Replace, Sequence)", type);
 }
+
+}  // namespace
+
+std::unique_ptr<Normalizer> make_normalizer(const JsonReader& json) { return make_normalizer_at(json, 0); }
 
 }  // namespace tqlab::tokenizer

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/json_reader.h"
+#include "tokenizer/nesting.h"
 
 namespace tqlab::tokenizer {
 namespace {
@@ -44,9 +45,8 @@ SpecialTokenFrame read_template(const JsonReader& json) {
   return frame;
 }
 
-}  // namespace
-
-SpecialTokenFrame read_post_processor(const JsonReader& json) {
+SpecialTokenFrame read_post_processor_at(const JsonReader& json, int depth) {
+  if (depth > kMaxSequenceNesting) json.fail("Sequences nested more than {} deep", kMaxSequenceNesting);
   const std::string type = json.at("type").as_string();
   if (type == "TemplateProcessing") return read_template(json);
   if (type == "ByteLevel") {
@@ -57,7 +57,7 @@ SpecialTokenFrame read_post_processor(const JsonReader& json) {
     json.allow_only({"type", "processors"});
     SpecialTokenFrame frame;
     for (const JsonReader& step : json.at("processors").elements()) {
-      SpecialTokenFrame inner = read_post_processor(step);
+      SpecialTokenFrame inner = read_post_processor_at(step, depth + 1);
       inner.before.insert(inner.before.end(), frame.before.begin(), frame.before.end());
       frame.before = std::move(inner.before);
       frame.after.insert(frame.after.end(), inner.after.begin(), inner.after.end());
@@ -68,5 +68,9 @@ SpecialTokenFrame read_post_processor(const JsonReader& json) {
                        "Sequence)",
                        type);
 }
+
+}  // namespace
+
+SpecialTokenFrame read_post_processor(const JsonReader& json) { return read_post_processor_at(json, 0); }
 
 }  // namespace tqlab::tokenizer

@@ -8,6 +8,7 @@
 
 #include "io/json_reader.h"
 #include "tokenizer/byte_level_alphabet.h"
+#include "tokenizer/nesting.h"
 #include "tokenizer/pattern_json.h"
 #include "tokenizer/unicode_text.h"
 
@@ -255,6 +256,8 @@ std::unique_ptr<PreTokenizer> make_metaspace(const JsonReader& json) {
   return std::make_unique<MetaspacePreTokenizer>(replacement, prepend, optional_bool(json, "split", true), where);
 }
 
+std::unique_ptr<PreTokenizer> make_pre_tokenizer_at(const JsonReader& json, int depth);
+
 }  // namespace
 
 void split_by_pattern(const std::string& text, const TextPattern& pattern, SplitBehavior behavior, bool invert,
@@ -278,7 +281,12 @@ void split_by_pattern(const std::string& text, const TextPattern& pattern, Split
   }
 }
 
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonReader& json) {
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonReader& json) { return make_pre_tokenizer_at(json, 0); }
+
+namespace {
+
+std::unique_ptr<PreTokenizer> make_pre_tokenizer_at(const JsonReader& json, int depth) {
+  if (depth > kMaxSequenceNesting) json.fail("Sequences nested more than {} deep", kMaxSequenceNesting);
   const std::string type = json.at("type").as_string();
   if (type == "ByteLevel") {
     json.allow_only({"type", "add_prefix_space", "trim_offsets", "use_regex"});
@@ -294,11 +302,15 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonReader& json) {
   if (type == "Sequence") {
     json.allow_only({"type", "pretokenizers"});
     std::vector<std::unique_ptr<PreTokenizer>> steps;
-    for (const JsonReader& step : json.at("pretokenizers").elements()) steps.push_back(make_pre_tokenizer(step));
+    for (const JsonReader& step : json.at("pretokenizers").elements()) {
+      steps.push_back(make_pre_tokenizer_at(step, depth + 1));
+    }
     return std::make_unique<SequencePreTokenizer>(std::move(steps));
   }
   json.at("type").fail("pre-tokenizer type '{}' is not supported (supported: ByteLevel, Split, Metaspace, Sequence)",
                        type);
 }
+
+}  // namespace
 
 }  // namespace tqlab::tokenizer

@@ -1,7 +1,9 @@
 # tqlab tokenize against Hugging Face's own tokenizers: every text of tests/data/tokenizer_corpus
-# with the Llama 3, Qwen3 and Llama 2 (Mistral) tokenizer.json files, with and without special
-# tokens, must give the ids of the Rust library (npm `tokenizers`) and of the JavaScript port
-# (npm `@lenml/tokenizers`), and --decode the Rust library's text; texts that are not UTF-8 are
+# with the Llama 3, Qwen3 and Llama 2 (Mistral) tokenizer.json files and two variants in the forms
+# other releases use (Llama 3 with its BOS template, Mistral's Metaspace), with and without special
+# tokens, must give the ids of the Rust library (npm `tokenizers`), and those of the JavaScript
+# port (npm `@lenml/tokenizers`) wherever it agrees with the Rust library, and --decode the Rust
+# library's text; texts that are not UTF-8 are
 # checked by properties (tests/cli/tokenizer_reference.mjs says which).
 #
 # The npm packages are test dependencies that tools/install_deps.sh installs: when they or Debian's
