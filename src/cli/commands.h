@@ -31,6 +31,7 @@ void setup_verify_bounds(CLI::App& app, int& exit_code);
 void setup_sweep(CLI::App& app, int& exit_code);
 void setup_diff(CLI::App& app, int& exit_code);
 void setup_report(CLI::App& app, int& exit_code);
+void setup_tokenize(CLI::App& app, int& exit_code);
 
 /// Every --help fits a terminal: no line is wider than this.
 inline constexpr std::size_t kHelpWidth = 100;
