@@ -42,7 +42,6 @@ int run_dump_command(const DumpCommandOptions& options) {
     fail("dump: -o '{}': a KV dump is written as .safetensors (it carries the layout and name templates as metadata)",
          options.output);
   }
-  if (same_file(options.output, options.tokens)) fail("dump: the output '{}' is the token file", options.output);
   const std::filesystem::path folder = std::filesystem::path(options.output).parent_path();
   if (!folder.empty() && !std::filesystem::is_directory(folder)) {
     fail("dump: the output folder '{}' does not exist (-o '{}')", folder.string(), options.output);
@@ -53,6 +52,7 @@ int run_dump_command(const DumpCommandOptions& options) {
   }
   const Transformer model(*checkpoint);
   const TokenIds tokens = read_token_ids(options.tokens, model.config().vocab_size, "--tokens");
+  if (same_file(options.output, tokens.path)) fail("dump: the output '{}' is the token file", options.output);
 
   KvDumpWriteOptions write;
   write.ctx = options.ctx;

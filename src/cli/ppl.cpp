@@ -94,7 +94,6 @@ int run_ppl_command(const PplCommandOptions& options) {
     if (!folder.empty() && !std::filesystem::is_directory(folder)) {
       fail("ppl: the output folder '{}' does not exist (-o '{}')", folder.string(), options.output);
     }
-    if (same_file(options.output, options.tokens)) fail("ppl: the output '{}' is the token file", options.output);
     writer.emplace(options.output);  // proves the folder writable before any compute
   }
 
@@ -102,6 +101,9 @@ int run_ppl_command(const PplCommandOptions& options) {
   const ModelConfig& config = checkpoint->config();
   const Transformer model(*checkpoint);
   TokenIds tokens = read_token_ids(options.tokens, config.vocab_size, "--tokens");
+  if (!options.output.empty() && same_file(options.output, tokens.path)) {
+    fail("ppl: the output '{}' is the token file", options.output);
+  }
   auto tokens_digest = std::async(std::launch::async, [path = tokens.path] { return file_sha256(path); });
 
   EndToEndOptions e2e;
