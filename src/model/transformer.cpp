@@ -135,6 +135,14 @@ void forward(const Transformer& model, std::span<const std::int32_t> tokens, con
            model.final_norm().data(), config.rms_norm_eps, hidden_out);
 }
 
+double forward_matmul_flops(const ModelConfig& config, int ctx, int logit_rows) {
+  const double hidden = config.hidden_size, dim = config.head_dim, inner = config.intermediate_size;
+  const double q_width = config.q_heads * dim, kv_width = config.kv_heads * dim;
+  const double weights = hidden * (2 * q_width + 2 * kv_width) + 3 * hidden * inner;
+  const double attention = 4.0 * dim * config.q_heads * ctx * (ctx + 1.0) / 2;
+  return config.layers * (2.0 * ctx * weights + attention) + 2.0 * logit_rows * config.vocab_size * hidden;
+}
+
 void output_logits(const Transformer& model, int rows, const float* hidden, float* logits, Workers& workers) {
   linear(rows, hidden, model.lm_head(), nullptr, logits, model.config().vocab_size, workers);
 }

@@ -85,6 +85,13 @@ struct ForwardOptions {
 void forward(const Transformer& model, std::span<const std::int32_t> tokens, const ForwardOptions& options,
              ForwardWorkspace& workspace, Workers& workers, float* hidden_out);
 
+/// Flops (2 per multiply-add) of the matrix products of one forward of `ctx`
+/// tokens with logits for `logit_rows` of them, the work that counts against
+/// the sgemm ceiling: per layer 2 ctx (q, k, v, o, gate, up, down weights) and
+/// the causal attention products, 4 head_dim q_heads ctx (ctx + 1) / 2 (only
+/// the keys each query reads); then 2 logit_rows vocab hidden for lm_head.
+double forward_matmul_flops(const ModelConfig& config, int ctx, int logit_rows);
+
 /// logits = hidden lm_head^T: hidden rows x hidden_size, logits rows x vocab_size floats.
 void output_logits(const Transformer& model, int rows, const float* hidden, float* logits, Workers& workers);
 
