@@ -60,6 +60,9 @@ void forward(const Transformer& model, std::span<const std::int32_t> tokens, con
              ForwardWorkspace& ws, Workers& workers, float* hidden_out) {
   const ModelConfig& config = model.config();
   const int n = static_cast<int>(tokens.size());
+  if (options.first_output < 0 || options.first_output >= n) {
+    throw InternalError(fmt::format("forward: first_output {} outside a chunk of {} tokens", options.first_output, n));
+  }
   const int hidden = config.hidden_size;
   const int dim = config.head_dim;
   const std::int64_t q_width = static_cast<std::int64_t>(config.q_heads) * dim;

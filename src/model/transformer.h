@@ -44,7 +44,8 @@ struct LayerWeights {
 };
 
 /// A checkpoint's weights resolved for the forward pass: matrices stay mapped,
-/// the small vectors (norms, biases) are converted once.
+/// the small vectors (norms, biases) are converted once. Points into the
+/// checkpoint, which must outlive it.
 class Transformer {
  public:
   explicit Transformer(const Checkpoint& checkpoint);
@@ -80,7 +81,7 @@ struct ForwardOptions {
   std::string where;     ///< prefixes hook errors: "model 'DIR', chunk 3"
 };
 
-/// Runs the chunk `tokens` (ids < vocab_size). hidden_out: (tokens - first_output) x hidden_size
+/// Runs the chunk `tokens` (ids < vocab_size; 0 <= first_output < tokens). hidden_out: (tokens - first_output) x hidden_size
 /// floats, the final-normed hidden states of the positions asked for.
 void forward(const Transformer& model, std::span<const std::int32_t> tokens, const ForwardOptions& options,
              ForwardWorkspace& workspace, Workers& workers, float* hidden_out);
