@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 // CLI11 is a heavy header (~7 s per file that includes it): it stays out of
 // this shared header. Each subcommand file includes <CLI/CLI.hpp> itself, and
@@ -31,6 +32,8 @@ void setup_verify_bounds(CLI::App& app, int& exit_code);
 void setup_sweep(CLI::App& app, int& exit_code);
 void setup_diff(CLI::App& app, int& exit_code);
 void setup_report(CLI::App& app, int& exit_code);
+void setup_ppl(CLI::App& app, int& exit_code);
+void setup_dump(CLI::App& app, int& exit_code);
 void setup_tokenize(CLI::App& app, int& exit_code);
 
 /// Every --help fits a terminal: no line is wider than this.
@@ -49,6 +52,9 @@ std::string command_description(std::string_view headline, std::string_view deta
 /// value is a usage error (CLI11 would wrap -1 to 2^64 - 1). Every command with
 /// a seed takes it through here.
 CLI::Option* add_seed_option(CLI::App& command, std::uint64_t& seed, const std::string& description);
+
+/// "0,1,2" -> seeds (no sign, no spaces, no repeats); InputError "COMMAND: --seeds ..." otherwise.
+std::vector<std::uint64_t> parse_seed_list(const std::string& text, const std::string& command);
 
 /// Whether paths `a` and `b` name the same file: the same existing file (hard
 /// links and symlinks included), or the same normalized path. Commands refuse to

@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
   tqlab::cli::setup_diff(app, exit_code);
   tqlab::cli::setup_report(app, exit_code);
   tqlab::cli::setup_tokenize(app, exit_code);
+  tqlab::cli::setup_ppl(app, exit_code);
+  tqlab::cli::setup_dump(app, exit_code);
 
   try {
     app.parse(argc, argv);

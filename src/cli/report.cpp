@@ -45,9 +45,11 @@ void setup_report(CLI::App& app, int& exit_code) {
                                     "Runs sorted by bits_kv, values as mean ± standard error.", "tqlab-report"));
   command->add_option("results", options->results, "Results file of tqlab sweep")->required();
   command->add_option("--format", options->format, "md (Markdown) or csv")->capture_default_str();
-  command->add_option("--metrics", options->metrics,
-                      "Value columns, comma-separated: metric or bits names as in the results (default: bits_kv, "
-                      "compression, k_rel_mse, attn_kl, attn_top1, needle_top1 at the middle margin)")
+  command
+      ->add_option("--metrics", options->metrics,
+                   "Value columns, comma-separated: metric or bits names as in the results (default: bits_kv, "
+                   "compression, k_rel_mse, attn_kl, attn_top1, needle_top1 at the middle margin, e2e_ppl_delta_pct, "
+                   "e2e_kld, e2e_top1: those the file has)")
       ->delimiter(',');
   command->add_option("-o,--out", options->out, "Write the table to this file ('-': stdout)")->capture_default_str();
   command->callback([options, &exit_code] { exit_code = run_report(*options); });

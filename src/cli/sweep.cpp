@@ -1,7 +1,6 @@
 // tqlab sweep --config F: the main job (src/sweep/sweep.h). Reads and checks
 // the config and the data before any work, runs every (run, layer, head),
 // writes one results document atomically and prints a summary table.
-#include <charconv>
 #include <filesystem>
 #include <future>
 
@@ -33,28 +32,6 @@ struct SweepCommandOptions {
   bool quiet = false;
 };
 
-// "0,1,2" -> seeds; no sign, no spaces inside a number.
-std::vector<std::uint64_t> parse_seed_list(const std::string& text) {
-  std::vector<std::uint64_t> seeds;
-  std::string_view rest = text;
-  while (true) {
-    const std::size_t comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    std::uint64_t seed = 0;
-    const auto [stop, error] = std::from_chars(item.data(), item.data() + item.size(), seed);
-    if (item.empty() || error != std::errc() || stop != item.data() + item.size()) {
-      fail("sweep: --seeds '{}': '{}' is not a seed (a non-negative integer); e.g. --seeds 0,1,2", text, item);
-    }
-    for (std::uint64_t earlier : seeds) {
-      if (earlier == seed) fail("sweep: --seeds '{}': seed {} is listed twice", text, seed);
-    }
-    seeds.push_back(seed);
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
-  }
-  return seeds;
-}
-
 int run_sweep_command(const SweepCommandOptions& options) {
   SweepConfig config = load_sweep_config(options.config);
   // Flags win over the config; their paths are the user's, relative to where they stand.
@@ -64,7 +41,7 @@ int run_sweep_command(const SweepCommandOptions& options) {
   }
   if (!options.out.empty()) config.out = options.out;
   if (!options.layers.empty()) config.data.kv.layers = parse_layer_list(options.layers);
-  if (!options.seeds.empty()) config.seeds = parse_seed_list(options.seeds);
+  if (!options.seeds.empty()) config.seeds = parse_seed_list(options.seeds, "sweep");
   if (options.threads < 0) fail("sweep: --threads {} is negative; give a count, or 0 for every core", options.threads);
   if (config.out.empty()) {
     fail("sweep: no output file: set \"out\" in '{}' or pass --out FILE", options.config);

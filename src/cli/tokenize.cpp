@@ -213,7 +213,7 @@ void setup_tokenize(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<TokenizeOptions>();
   auto* command = app.add_subcommand(
       "tokenize", command_description(
-                      "Token ids of a text by a Hugging Face tokenizer.json, as HF tokenizers gives them",
+                      "The token ids of a text by a Hugging Face tokenizer.json, and back",
                       "BPE of Llama 2/3, Mistral and Qwen2/3; --decode turns ids back into text.", "tqlab-tokenize"));
   command->add_option("--tokenizer", options->tokenizer, "tokenizer.json, or a model folder holding one")->required();
   command->add_option("--text", options->text, "Text file to encode (bytes; see the reference for non-UTF-8)");

@@ -194,7 +194,8 @@ std::vector<std::string> default_report_metrics(const SweepResultsFile& results)
   const std::vector<std::string> names = results.value_names();
   std::vector<std::string> metrics;
   for (const std::string& name : {std::string("bits_kv"), std::string("compression"), std::string("k_rel_mse"),
-                                  std::string("attn_kl"), std::string("attn_top1"), results.middle_needle_metric()}) {
+                                  std::string("attn_kl"), std::string("attn_top1"), results.middle_needle_metric(),
+                                  std::string("e2e_ppl_delta_pct"), std::string("e2e_kld"), std::string("e2e_top1")}) {
     if (!name.empty() && std::find(names.begin(), names.end(), name) != names.end()) metrics.push_back(name);
   }
   return metrics;

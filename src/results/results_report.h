@@ -38,8 +38,8 @@ struct ReportOptions {
   std::vector<std::string> metrics;  ///< the value columns; empty: default_report_metrics
 };
 
-/// bits_kv, compression, k_rel_mse, attn_kl, attn_top1 and needle_top1 at the
-/// middle margin: those the file has.
+/// bits_kv, compression, k_rel_mse, attn_kl, attn_top1, needle_top1 at the
+/// middle margin, e2e_ppl_delta_pct, e2e_kld and e2e_top1: those the file has.
 std::vector<std::string> default_report_metrics(const SweepResultsFile& results);
 
 /// A run's place in the table.

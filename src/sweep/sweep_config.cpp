@@ -259,19 +259,6 @@ void read_runs(const JsonReader& reader, std::vector<SweepRunConfig>& runs) {
 
 std::string_view nonfinite_mode_name(NonfiniteMode mode) { return mode == NonfiniteMode::error ? "error" : "skip"; }
 
-const std::string& LayeredSpec::spec_for(int layer, int head) const {
-  if (const auto found = head_specs.find({layer, head}); found != head_specs.end()) return found->second;
-  if (const auto found = layer_specs.find(layer); found != layer_specs.end()) return found->second;
-  return default_spec;
-}
-
-std::vector<std::string> LayeredSpec::all_specs() const {
-  std::set<std::string> specs{default_spec};
-  for (const auto& [layer, spec] : layer_specs) specs.insert(spec);
-  for (const auto& [where, spec] : head_specs) specs.insert(spec);
-  return {specs.begin(), specs.end()};
-}
-
 std::string describe_layers(const std::optional<std::vector<int>>& layers) {
   if (!layers) return "all";
   return fmt::format("{}", fmt::join(*layers, ","));

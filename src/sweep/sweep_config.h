@@ -31,6 +31,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "kv/kv_dump.h"
+#include "kv/layered_spec.h"
 #include "metrics/attention_geometry.h"
 #include "metrics/needle.h"
 
@@ -42,20 +43,6 @@ enum class NonfiniteMode {
 };
 
 std::string_view nonfinite_mode_name(NonfiniteMode mode);
-
-/// A quantizer spec for K or V of a run: one spec, or one per layer and head.
-struct LayeredSpec {
-  std::string default_spec;                          ///< as written
-  std::map<int, std::string> layer_specs;            ///< layer number -> spec for its heads
-  std::map<std::pair<int, int>, std::string> head_specs;  ///< (layer, head) -> spec
-  std::string key_path;                              ///< where it was written, e.g. "grid.k[2]"
-
-  /// The spec for (layer number, kv head): the head's, else the layer's, else the default.
-  const std::string& spec_for(int layer, int head) const;
-  bool is_uniform() const { return layer_specs.empty() && head_specs.empty(); }
-  /// Every distinct spec string it names.
-  std::vector<std::string> all_specs() const;
-};
 
 /// One run as the config asks for it.
 struct SweepRunConfig {

@@ -1,0 +1,142 @@
+#include "model/end_to_end.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace tqlab {
+namespace {
+
+// Scored tokens per block of logits: two blocks of rows x vocab floats stay within about 64 MiB
+// (150 k vocabulary: 48 rows), at most 256 rows. Fixed by the vocabulary, never by the thread count.
+int logit_rows_for(int vocab) {
+  constexpr std::int64_t kBlockFloats = 8 * 1024 * 1024;  // 32 MiB per block
+  const std::int64_t rows = std::clamp<std::int64_t>(kBlockFloats / vocab, 16, 256);
+  return static_cast<int>(rows / 8 * 8);
+}
+
+[[noreturn]] void nonfinite(const std::string& model, int chunk, int position) {
+  fail("model '{}': the logits at chunk {}, position {} are not finite (NaN or Inf): the weights hold NaN/Inf "
+       "values, or the activations overflow float32",
+       model, chunk, position);
+}
+
+}  // namespace
+
+const char* scoring_name(Scoring scoring) { return scoring == Scoring::second_half ? "second-half" : "all"; }
+
+EndToEndSession::EndToEndSession(const Transformer& model, std::vector<std::int32_t> tokens,
+                                 const EndToEndOptions& options, std::string tokens_name)
+    : model_(&model),
+      tokens_(std::move(tokens)),
+      options_(options),
+      tokens_name_(std::move(tokens_name)),
+      workers_(options.threads) {
+  const ModelConfig& config = model.config();
+  const int ctx = options_.ctx;
+  if (ctx < 2) fail("--ctx {}: a chunk needs at least 2 tokens (one predicts the next)", ctx);
+  check_context(config, ctx, "--ctx");
+  const auto available = static_cast<std::int64_t>(tokens_.size()) / ctx;
+  if (available == 0) {
+    fail("--tokens '{}' holds {} tokens, fewer than one chunk of --ctx {}", tokens_name_, tokens_.size(), ctx);
+  }
+  if (options_.chunks < 0) fail("--chunks {} is negative; give a count, or 0 for every whole chunk", options_.chunks);
+  if (options_.chunks > available) {
+    fail("--chunks {} needs {} tokens at --ctx {}; '{}' holds {} ({} whole chunks)", options_.chunks,
+         static_cast<std::int64_t>(options_.chunks) * ctx, ctx, tokens_name_, tokens_.size(), available);
+  }
+  chunks_ = options_.chunks > 0 ? options_.chunks : static_cast<int>(std::min<std::int64_t>(available, INT32_MAX));
+  if (options_.bos && !config.bos_token_id) fail("--bos: '{}' has no bos_token_id", config.path);
+  first_scored_ = options_.scoring == Scoring::second_half ? ctx / 2 : 0;
+  logit_rows_ = logit_rows_for(config.vocab_size);
+
+  // The base pass: final hidden states of the scored positions, and their negative log-likelihoods.
+  const int hidden = config.hidden_size;
+  const int outputs = ctx - first_scored_;
+  std::vector<float> out(static_cast<std::size_t>(outputs) * hidden);
+  base_logits_.resize(static_cast<std::size_t>(logit_rows_) * config.vocab_size);
+  run_logits_.resize(base_logits_.size());
+  std::vector<double> scratch;
+  for (int chunk = 0; chunk < chunks_; ++chunk) {
+    const std::vector<std::int32_t> ids = chunk_tokens(chunk);
+    ForwardOptions forward_options;
+    forward_options.first_output = first_scored_;
+    forward(model, ids, forward_options, workspace_, workers_, out.data());
+    const int scored = scored_per_chunk();
+    base_hidden_.emplace_back(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(scored) * hidden);
+    for (int first = 0; first < scored; first += logit_rows_) {
+      const int rows = std::min(logit_rows_, scored - first);
+      output_logits(model, rows, base_hidden_.back().data() + static_cast<std::ptrdiff_t>(first) * hidden,
+                    base_logits_.data(), workers_);
+      for (int r = 0; r < rows; ++r) {
+        const int position = first_scored_ + first + r;
+        const NextTokenDistribution next = next_token_distribution(
+            config.vocab_size, base_logits_.data() + static_cast<std::ptrdiff_t>(r) * config.vocab_size,
+            ids[static_cast<std::size_t>(position + 1)], scratch);
+        if (!next.finite) nonfinite(model.checkpoint().dir(), chunk, position);
+        base_.nll.push_back(next.nll);
+      }
+    }
+    if (options_.on_chunk) options_.on_chunk(chunk + 1, chunks_, ctx);
+  }
+  base_.perplexity = perplexity(base_.nll);
+}
+
+std::vector<std::int32_t> EndToEndSession::chunk_tokens(int chunk) const {
+  const auto start = tokens_.begin() + static_cast<std::ptrdiff_t>(chunk) * options_.ctx;
+  std::vector<std::int32_t> ids(start, start + options_.ctx);
+  if (options_.bos) ids[0] = static_cast<std::int32_t>(*model_->config().bos_token_id);
+  return ids;
+}
+
+RunSeedResult EndToEndSession::run(const KvCacheQuantization& cache) {
+  const ModelConfig& config = model_->config();
+  RunSeedResult result;
+  const auto layers = static_cast<std::size_t>(config.layers);
+  result.bytes.key.assign(layers, 0);
+  result.bytes.value = result.bytes.key_values = result.bytes.value_values = result.bytes.key;
+  std::vector<float> out(static_cast<std::size_t>(options_.ctx - first_scored_) * config.hidden_size);
+  for (int chunk = 0; chunk < chunks_; ++chunk) {
+    const std::vector<std::int32_t> ids = chunk_tokens(chunk);
+    ForwardOptions forward_options;
+    forward_options.first_output = first_scored_;
+    forward_options.cache = &cache;
+    forward_options.bytes = &result.bytes;
+    forward_options.where = fmt::format("model '{}', chunk {}", model_->checkpoint().dir(), chunk);
+    forward(*model_, ids, forward_options, workspace_, workers_, out.data());
+    compare_chunk(chunk, out.data(), result.series);
+    if (options_.on_chunk) options_.on_chunk(chunk + 1, chunks_, options_.ctx);
+  }
+  return result;
+}
+
+void EndToEndSession::compare_chunk(int chunk, const float* hidden, NextTokenSeries& series) {
+  const ModelConfig& config = model_->config();
+  const int vocab = config.vocab_size;
+  const int scored = scored_per_chunk();
+  const std::vector<std::int32_t> ids = chunk_tokens(chunk);
+  const float* base_hidden = base_hidden_[static_cast<std::size_t>(chunk)].data();
+  std::vector<NextTokenComparison> block(static_cast<std::size_t>(logit_rows_));
+  for (int first = 0; first < scored; first += logit_rows_) {
+    const int rows = std::min(logit_rows_, scored - first);
+    const std::ptrdiff_t offset = static_cast<std::ptrdiff_t>(first) * config.hidden_size;
+    output_logits(*model_, rows, base_hidden + offset, base_logits_.data(), workers_);
+    output_logits(*model_, rows, hidden + offset, run_logits_.data(), workers_);
+    workers_.run(static_cast<std::size_t>(rows), [&](std::size_t r, int worker) {
+      const int position = first_scored_ + first + static_cast<int>(r);
+      const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(r) * vocab;
+      block[r] = compare_next_token(vocab, base_logits_.data() + at, run_logits_.data() + at,
+                                    ids[static_cast<std::size_t>(position + 1)], workers_.doubles(worker));
+    });
+    for (int r = 0; r < rows; ++r) {
+      if (!block[static_cast<std::size_t>(r)].finite)
+        nonfinite(model_->checkpoint().dir(), chunk, first_scored_ + first + r);
+      series.add(block[static_cast<std::size_t>(r)]);
+    }
+  }
+}
+
+}  // namespace tqlab

@@ -1,0 +1,85 @@
+#include "model/kv_cache_plan.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "quant/registry.h"
+
+namespace tqlab {
+namespace {
+
+const Quantizer* quantizer_for(KvCachePlan& plan, std::vector<std::string>& specs, const std::string& spec,
+                               const std::string& key_path, const ModelConfig& config) {
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i] == spec) return plan.quantizers[i].get();
+  }
+  std::unique_ptr<Quantizer> quantizer;
+  try {
+    quantizer = make_quantizer(spec);
+    quantizer->check_dim(config.head_dim);
+  } catch (const InputError& error) {
+    fail("{}: '{}' for the head dim {} of '{}': {}", key_path, spec, config.head_dim, config.path, error.what());
+  }
+  specs.push_back(spec);
+  plan.quantizers.push_back(std::move(quantizer));
+  return plan.quantizers.back().get();
+}
+
+std::vector<std::vector<const Quantizer*>> resolve(KvCachePlan& plan, std::vector<std::string>& specs,
+                                                   const LayeredSpec& spec, const ModelConfig& config) {
+  for (const auto& [layer, text] : spec.layer_specs) {
+    if (layer < 0 || layer >= config.layers)
+      fail("{}.layers.{}: the model has layers 0..{}", spec.key_path, layer, config.layers - 1);
+  }
+  for (const auto& [where, text] : spec.head_specs) {
+    if (where.first < 0 || where.first >= config.layers || where.second < 0 || where.second >= config.kv_heads) {
+      fail("{}.layers.{}.heads.{}: the model has layers 0..{} and kv heads 0..{}", spec.key_path, where.first,
+           where.second, config.layers - 1, config.kv_heads - 1);
+    }
+  }
+  std::vector<std::vector<const Quantizer*>> table(static_cast<std::size_t>(config.layers));
+  for (int layer = 0; layer < config.layers; ++layer) {
+    for (int head = 0; head < config.kv_heads; ++head) {
+      table[static_cast<std::size_t>(layer)].push_back(
+          quantizer_for(plan, specs, spec.spec_for(layer, head), spec.key_path, config));
+    }
+  }
+  return table;
+}
+
+// The name results record: the spec canonical for the head dim, per layer and head when the spec says so.
+std::string canonical(const LayeredSpec& spec, int dim) {
+  const auto one = [&](const std::string& text) { return make_quantizer(text)->spec_for_dim(dim); };
+  if (spec.is_uniform()) return one(spec.default_spec);
+  nlohmann::ordered_json layers = nlohmann::ordered_json::object();
+  std::map<int, nlohmann::ordered_json> by_layer;
+  for (const auto& [layer, text] : spec.layer_specs) by_layer[layer] = one(text);
+  for (const auto& [where, text] : spec.head_specs) {
+    nlohmann::ordered_json& entry = by_layer[where.first];
+    if (!entry.is_object()) {
+      nlohmann::ordered_json object = nlohmann::ordered_json::object();
+      if (entry.is_string()) object["default"] = entry;
+      object["heads"] = nlohmann::ordered_json::object();
+      entry = object;
+    }
+    entry["heads"][std::to_string(where.second)] = one(text);
+  }
+  for (auto& [layer, entry] : by_layer) layers[std::to_string(layer)] = entry;
+  return nlohmann::ordered_json{{"default", one(spec.default_spec)}, {"layers", layers}}.dump();
+}
+
+}  // namespace
+
+KvCachePlan plan_kv_cache(const ModelConfig& config, const LayeredSpec& k, const LayeredSpec& v, ExactTokens exact) {
+  KvCachePlan plan;
+  std::vector<std::string> specs;
+  plan.cache.key = resolve(plan, specs, k, config);
+  plan.cache.value = resolve(plan, specs, v, config);
+  plan.cache.exact = exact;
+  plan.k = canonical(k, config.head_dim);
+  plan.v = canonical(v, config.head_dim);
+  return plan;
+}
+
+}  // namespace tqlab

@@ -1,0 +1,156 @@
+#include "model/transformer.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "model/attention.h"
+#include "model/layer_math.h"
+#include "model/linear.h"
+
+namespace tqlab {
+namespace {
+
+std::vector<float> optional_vector(const Checkpoint& checkpoint, bool present, const std::string& name) {
+  return present ? weight_vector(checkpoint.tensor(name)) : std::vector<float>{};
+}
+
+const float* bias_or_null(const std::vector<float>& bias) { return bias.empty() ? nullptr : bias.data(); }
+
+void resize(std::vector<float>& buffer, std::int64_t rows, std::int64_t width) {
+  buffer.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(width));
+}
+
+}  // namespace
+
+Transformer::Transformer(const Checkpoint& checkpoint) : checkpoint_(&checkpoint) {
+  const ModelConfig& config = checkpoint.config();
+  embedding_ = weight_matrix(checkpoint.tensor("model.embed_tokens.weight"));
+  lm_head_ = config.tie_word_embeddings ? embedding_ : weight_matrix(checkpoint.tensor("lm_head.weight"));
+  final_norm_ = weight_vector(checkpoint.tensor("model.norm.weight"));
+  for (int layer = 0; layer < config.layers; ++layer) {
+    const std::string prefix = fmt::format("model.layers.{}.", layer);
+    const auto matrix = [&](const char* name) { return weight_matrix(checkpoint.tensor(prefix + name)); };
+    const auto vector = [&](bool present, const char* name) {
+      return optional_vector(checkpoint, present, prefix + name);
+    };
+    LayerWeights& weights = layers_.emplace_back();
+    weights.q = matrix("self_attn.q_proj.weight");
+    weights.k = matrix("self_attn.k_proj.weight");
+    weights.v = matrix("self_attn.v_proj.weight");
+    weights.o = matrix("self_attn.o_proj.weight");
+    weights.gate = matrix("mlp.gate_proj.weight");
+    weights.up = matrix("mlp.up_proj.weight");
+    weights.down = matrix("mlp.down_proj.weight");
+    weights.input_norm = vector(true, "input_layernorm.weight");
+    weights.post_norm = vector(true, "post_attention_layernorm.weight");
+    weights.q_norm = vector(config.qk_norm, "self_attn.q_norm.weight");
+    weights.k_norm = vector(config.qk_norm, "self_attn.k_norm.weight");
+    weights.q_bias = vector(config.qkv_bias, "self_attn.q_proj.bias");
+    weights.k_bias = vector(config.qkv_bias, "self_attn.k_proj.bias");
+    weights.v_bias = vector(config.qkv_bias, "self_attn.v_proj.bias");
+    weights.o_bias = vector(config.o_bias, "self_attn.o_proj.bias");
+    weights.gate_bias = vector(config.mlp_bias, "mlp.gate_proj.bias");
+    weights.up_bias = vector(config.mlp_bias, "mlp.up_proj.bias");
+    weights.down_bias = vector(config.mlp_bias, "mlp.down_proj.bias");
+  }
+}
+
+void forward(const Transformer& model, std::span<const std::int32_t> tokens, const ForwardOptions& options,
+             ForwardWorkspace& ws, Workers& workers, float* hidden_out) {
+  const ModelConfig& config = model.config();
+  const int n = static_cast<int>(tokens.size());
+  if (options.first_output < 0 || options.first_output >= n) {
+    throw InternalError(fmt::format("forward: first_output {} outside a chunk of {} tokens", options.first_output, n));
+  }
+  const int hidden = config.hidden_size;
+  const int dim = config.head_dim;
+  const std::int64_t q_width = static_cast<std::int64_t>(config.q_heads) * dim;
+  const std::int64_t kv_width = static_cast<std::int64_t>(config.kv_heads) * dim;
+  const int inner = config.intermediate_size;
+  if (ws.rope.tokens < n) ws.rope = make_rope_table(config.rope, dim, n);
+  for (auto* buffer : {&ws.x, &ws.h}) resize(*buffer, n, hidden);
+  for (auto* buffer : {&ws.q, &ws.attention}) resize(*buffer, n, q_width);
+  for (auto* buffer : {&ws.k, &ws.v}) resize(*buffer, n, kv_width);
+  if (options.cache != nullptr) {
+    for (auto* buffer : {&ws.k_cache, &ws.v_cache}) resize(*buffer, n, kv_width);
+  }
+  for (auto* buffer : {&ws.gate, &ws.up}) resize(*buffer, n, inner);
+
+  // Embedding rows, converted one at a time.
+  std::vector<float>& row_buffer = workers.floats(0, 0);
+  for (int t = 0; t < n; ++t) {
+    const std::int32_t id = tokens[static_cast<std::size_t>(t)];
+    if (id < 0 || id >= config.vocab_size) {
+      throw InternalError(fmt::format("forward: token id {} outside the vocabulary of {}", id, config.vocab_size));
+    }
+    const float* row = model.embedding().rows_as_float(id, 1, row_buffer);
+    std::memcpy(ws.x.data() + static_cast<std::ptrdiff_t>(t) * hidden, row,
+                static_cast<std::size_t>(hidden) * sizeof(float));
+  }
+
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
+  for (int layer = 0; layer < config.layers; ++layer) {
+    const LayerWeights& w = model.layers()[static_cast<std::size_t>(layer)];
+    rms_norm(n, hidden, hidden, ws.x.data(), w.input_norm.data(), config.rms_norm_eps, ws.h.data());
+    linear(n, ws.h.data(), w.q, bias_or_null(w.q_bias), ws.q.data(), q_width, workers);
+    linear(n, ws.h.data(), w.k, bias_or_null(w.k_bias), ws.k.data(), kv_width, workers);
+    linear(n, ws.h.data(), w.v, bias_or_null(w.v_bias), ws.v.data(), kv_width, workers);
+    if (config.qk_norm) {
+      // Each head's vector normalized over head_dim: rows of dim floats, back to back.
+      rms_norm(n * config.q_heads, dim, dim, ws.q.data(), w.q_norm.data(), config.rms_norm_eps, ws.q.data());
+      rms_norm(n * config.kv_heads, dim, dim, ws.k.data(), w.k_norm.data(), config.rms_norm_eps, ws.k.data());
+    }
+    apply_rope(ws.rope, n, config.q_heads, dim, q_width, ws.q.data());
+    apply_rope(ws.rope, n, config.kv_heads, dim, kv_width, ws.k.data());
+    if (options.on_qkv) options.on_qkv(layer, ws.q.data(), ws.k.data(), ws.v.data());
+
+    AttentionInput attention;
+    attention.tokens = n;
+    attention.q_heads = config.q_heads;
+    attention.kv_heads = config.kv_heads;
+    attention.head_dim = dim;
+    attention.scale = scale;
+    attention.q = ws.q.data();
+    attention.q_stride = q_width;
+    attention.k = attention.k_cache = ws.k.data();
+    attention.v = attention.v_cache = ws.v.data();
+    attention.kv_stride = kv_width;
+    if (options.cache != nullptr) {
+      fill_layer_cache(*options.cache, layer, n, config.kv_heads, dim, kv_width, ws.k.data(), ws.v.data(),
+                       ws.k_cache.data(), ws.v_cache.data(), *options.bytes, options.where, workers);
+      attention.k_cache = ws.k_cache.data();
+      attention.v_cache = ws.v_cache.data();
+      if (options.cache->exact.mode == WindowMode::recent) attention.recent_window = options.cache->exact.window;
+    }
+    causal_attention(attention, ws.attention.data(), workers);
+    linear(n, ws.attention.data(), w.o, bias_or_null(w.o_bias), ws.h.data(), hidden, workers);
+    add_in_place(static_cast<std::int64_t>(n) * hidden, ws.x.data(), ws.h.data());
+
+    rms_norm(n, hidden, hidden, ws.x.data(), w.post_norm.data(), config.rms_norm_eps, ws.h.data());
+    linear(n, ws.h.data(), w.gate, bias_or_null(w.gate_bias), ws.gate.data(), inner, workers);
+    linear(n, ws.h.data(), w.up, bias_or_null(w.up_bias), ws.up.data(), inner, workers);
+    silu_multiply(static_cast<std::int64_t>(n) * inner, ws.gate.data(), ws.up.data(), workers);
+    linear(n, ws.gate.data(), w.down, bias_or_null(w.down_bias), ws.h.data(), hidden, workers);
+    add_in_place(static_cast<std::int64_t>(n) * hidden, ws.x.data(), ws.h.data());
+  }
+  const int rows = n - options.first_output;
+  rms_norm(rows, hidden, hidden, ws.x.data() + static_cast<std::ptrdiff_t>(options.first_output) * hidden,
+           model.final_norm().data(), config.rms_norm_eps, hidden_out);
+}
+
+double forward_matmul_flops(const ModelConfig& config, int ctx, int logit_rows) {
+  const double hidden = config.hidden_size, dim = config.head_dim, inner = config.intermediate_size;
+  const double q_width = config.q_heads * dim, kv_width = config.kv_heads * dim;
+  const double weights = hidden * (2 * q_width + 2 * kv_width) + 3 * hidden * inner;
+  const double attention = 4.0 * dim * config.q_heads * ctx * (ctx + 1.0) / 2;
+  return config.layers * (2.0 * ctx * weights + attention) + 2.0 * logit_rows * config.vocab_size * hidden;
+}
+
+void output_logits(const Transformer& model, int rows, const float* hidden, float* logits, Workers& workers) {
+  linear(rows, hidden, model.lm_head(), nullptr, logits, model.config().vocab_size, workers);
+}
+
+}  // namespace tqlab
