@@ -46,7 +46,7 @@ int run_sweep_command(const SweepCommandOptions& options) {
   if (config.out.empty()) {
     fail("sweep: no output file: set \"out\" in '{}' or pass --out FILE", options.config);
   }
-  if (same_file(config.out, config.data.resolved_path)) {
+  if (!config.data.resolved_path.empty() && same_file(config.out, config.data.resolved_path)) {
     fail("sweep: the output '{}' is the input data '{}'; choose another output", config.out, config.data.resolved_path);
   }
   if (same_file(config.out, options.config)) {
@@ -59,7 +59,7 @@ int run_sweep_command(const SweepCommandOptions& options) {
   // Opening the output now proves the folder writable before any compute.
   AtomicFileWriter writer(config.out);
 
-  const SweepPlan plan = plan_sweep(std::move(config));
+  const SweepPlan plan = plan_sweep(std::move(config), PlanOptions{options.threads});
   std::vector<std::string> said;
   for (const std::string& warning : plan.warnings) {
     if (std::find(said.begin(), said.end(), warning) != said.end()) continue;
@@ -67,7 +67,7 @@ int run_sweep_command(const SweepCommandOptions& options) {
     log::warn("{}", warning);
   }
   const std::string data_path = plan.config.data.resolved_path;
-  auto digest = std::async(std::launch::async, [data_path] { return file_sha256(data_path); });
+  auto digest = std::async(std::launch::async, [data_path] { return data_path.empty() ? "" : file_sha256(data_path); });
 
   ProgressLine progress(fmt::format("sweep {}", plan.config.name), !options.quiet);
   SweepOptions sweep_options;
@@ -75,9 +75,22 @@ int run_sweep_command(const SweepCommandOptions& options) {
   sweep_options.on_progress = [&](std::size_t done, std::size_t total, int layer) {
     progress.update(done, total, layer >= 0 ? fmt::format("layer {}", layer) : std::string("synthetic needle"));
   };
+  sweep_options.on_model_progress = [&](int pass, int passes, int chunk, int chunks) {
+    progress.update(static_cast<std::size_t>(pass) * chunks + chunk, static_cast<std::size_t>(passes) * chunks,
+                    pass == 0 ? fmt::format("model base, chunk {}/{}", chunk, chunks)
+                              : fmt::format("model pass {}/{}, chunk {}/{}", pass, passes - 1, chunk, chunks));
+  };
   if (!options.quiet) {
-    log::info("sweep '{}': {} runs x {} seeds over {} layers of '{}'", plan.config.name, plan.runs.size(),
-              plan.config.seeds.size(), plan.dump->layers().size(), plan.config.data.path);
+    if (plan.dump) {
+      log::info("sweep '{}': {} runs x {} seeds over {} layers of '{}'", plan.config.name, plan.runs.size(),
+                plan.config.seeds.size(), plan.dump->layers().size(),
+                plan.generated_data ? "the model's own Q/K/V" : plan.config.data.path);
+    }
+    if (plan.model) {
+      log::info("sweep '{}': {} runs x {} seeds end to end through '{}' ({} chunks of {} tokens)", plan.config.name,
+                plan.runs.size(), plan.config.seeds.size(), plan.config.model->path, plan.model->chunks,
+                plan.model->options.ctx);
+    }
   }
   const SweepResults results = run_sweep(plan, sweep_options);
   progress.finish();
@@ -88,7 +101,7 @@ int run_sweep_command(const SweepCommandOptions& options) {
   }
 
   DataIdentity identity;
-  identity.bytes = std::filesystem::file_size(data_path);
+  if (!data_path.empty()) identity.bytes = std::filesystem::file_size(data_path);
   identity.sha256 = digest.get();
   writer.write(sweep_results_json(plan, results, identity).dump(1) + "\n");
   writer.commit();

@@ -27,12 +27,6 @@
 
 namespace tqlab {
 
-/// What identifies the input file.
-struct DataIdentity {
-  std::uint64_t bytes = 0;
-  std::string sha256;
-};
-
 /// The whole results document.
 nlohmann::ordered_json sweep_results_json(const SweepPlan& plan, const SweepResults& results,
                                           const DataIdentity& identity);
