@@ -34,12 +34,13 @@
 #endif
 
 #if TQLAB_X86_KERNELS && defined(__clang__)
-#define TQLAB_TARGET_AVX2_BEGIN \
-  _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c\"))), apply_to = function)")
-#define TQLAB_TARGET_AVX512_BEGIN                                                                                  \
-  _Pragma(                                                                                                         \
-      "clang attribute push(__attribute__((target(\"avx2,fma,avx512f,avx512bw,avx512vl,avx512dq\"))), apply_to = " \
-      "function)")
+// _Pragma takes one string literal: stringize the whole pragma instead of
+// splitting a long literal across lines.
+#define TQLAB_PRAGMA(text) _Pragma(#text)
+#define TQLAB_CLANG_TARGET_PUSH(features) \
+  TQLAB_PRAGMA(clang attribute push(__attribute__((target(features))), apply_to = function))
+#define TQLAB_TARGET_AVX2_BEGIN TQLAB_CLANG_TARGET_PUSH("avx2,fma,f16c")
+#define TQLAB_TARGET_AVX512_BEGIN TQLAB_CLANG_TARGET_PUSH("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq")
 #define TQLAB_TARGET_END _Pragma("clang attribute pop")
 #elif TQLAB_X86_KERNELS
 /// Opens a region for KernelSet::avx2: AVX2 + FMA + F16C.
