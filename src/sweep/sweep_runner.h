@@ -5,20 +5,46 @@
 // the tails once a layer is done. A layer's pages are released when its items
 // are done, so memory does not grow with the number of layers. Results are
 // identical for any thread count (sweep_totals.h says why).
+//
+// Shards and resumed runs compute part of the work (work_units.h): the units
+// a shard holds, less those a journal already has, each reported as it is
+// done so that it can be journalled, and the run can be stopped between units.
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <stdexcept>
+#include <vector>
 
 #include "sweep/sweep_plan.h"
 #include "sweep/sweep_totals.h"
 
 namespace tqlab {
 
+struct UnitTotals;
+
 struct SweepOptions {
   int threads = 0;  ///< 0: every core this process may use
   /// Called from a worker after each finished work item: (items done, items in all, layer number being worked on).
   std::function<void(std::size_t done, std::size_t total, int layer)> on_progress;
+
+  /// The work units to compute (work_units.h), ascending; empty: every unit.
+  std::vector<int> units;
+  /// Adds units computed before (a journal's) to the fresh totals; they are not computed again.
+  std::function<void(SweepTotals& totals)> add_known_units;
+  /// Called once for each unit computed, as soon as it is, from the worker that computed it;
+  /// calls do not overlap. An exception stops the sweep as bad data does.
+  std::function<void(const UnitTotals& unit)> on_unit_done;
+  /// Polled before each unit starts: once it returns true no unit starts, and
+  /// SweepStopped is thrown when those in progress are done (and reported).
+  std::function<bool()> stop_requested;
+};
+
+/// compute_sweep_totals stopped by SweepOptions::stop_requested; every unit
+/// finished before was reported through on_unit_done.
+class SweepStopped : public std::runtime_error {
+ public:
+  SweepStopped() : std::runtime_error("the sweep was stopped") {}
 };
 
 struct SweepTiming {
@@ -30,9 +56,10 @@ struct SweepTiming {
   int threads = 1;
 };
 
-/// The totals of every work item and synthetic trial of `plan`; `timing` gets
-/// the seconds spent (total_seconds is left to the caller). InputError (naming
-/// file, tensor, sequence, head, token) on bad data.
+/// The totals of every work item and synthetic trial of `plan` (of
+/// `options.units` when given; the others stay not done); `timing` gets the
+/// seconds spent (total_seconds is left to the caller). InputError (naming
+/// file, tensor, sequence, head, token) on bad data; SweepStopped when stopped.
 SweepTotals compute_sweep_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing);
 
 /// The synthetic needle trials a plan measures (0 when the test is off).
