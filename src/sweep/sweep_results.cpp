@@ -10,6 +10,7 @@
 #include "core/text.h"
 #include "kv/kv_slab.h"
 #include "results/results_document.h"
+#include "sweep/sweep_identity.h"
 #include "tqlab_version.h"
 
 namespace tqlab {
@@ -53,11 +54,13 @@ Json metrics_config_json(const MetricsConfig& metrics) {
   return out;
 }
 
-Json config_json(const SweepPlan& plan) {
+}  // namespace
+
+Json sweep_config_json(const SweepPlan& plan) {
   const SweepConfig& config = plan.config;
   const KvDump& dump = *plan.dump;
   Json data;
-  data["path"] = json_text(config.data.path);  // --data comes from the command line: any bytes
+  data["path"] = json_text(data_path_for_document(config));  // --data comes from the command line: any bytes
   data["keys"] = config.data.kv.keys;
   data["values"] = config.data.kv.values;
   data["queries"] = config.data.kv.queries.empty() ? Json(nullptr) : Json(config.data.kv.queries);
@@ -78,6 +81,8 @@ Json config_json(const SweepPlan& plan) {
   out["seeds"] = config.seeds;
   return out;
 }
+
+namespace {
 
 std::string tensor_dtype(const KvDump& dump, Role role) {
   if (role == Role::query && !dump.has_queries()) return "";
@@ -179,7 +184,7 @@ nlohmann::ordered_json sweep_results_json(const SweepPlan& plan, const SweepResu
   Json out;
   out["schema"] = kSweepSchema;
   out["tqlab"] = {{"version", TQLAB_VERSION}, {"git_commit", TQLAB_GIT_COMMIT}, {"blas", blas_kernels()}};
-  out["config"] = config_json(plan);
+  out["config"] = sweep_config_json(plan);
   out["data"] = data_json(plan, results, identity);
   out["needle"] = {{"trials", results.needle_trials},
                    {"margins", plan.config.metrics.needle_options.margins},
@@ -190,15 +195,18 @@ nlohmann::ordered_json sweep_results_json(const SweepPlan& plan, const SweepResu
   Json runs = Json::array();
   for (const RunResult& result : results.runs) runs.push_back(run_json(plan, result));
   out["runs"] = runs;
-  const SweepTiming& timing = results.timing;
-  out["timing"] = {{"total_seconds", timing.total_seconds},
-                   {"threads", timing.threads},
-                   {"worker_seconds",
-                    {{"read", timing.read_seconds},
-                     {"quantize", timing.quantize_seconds},
-                     {"attention", timing.attention_seconds},
-                     {"needle", timing.needle_seconds}}}};
+  out["timing"] = sweep_timing_json(results.timing);
   return out;
+}
+
+nlohmann::ordered_json sweep_timing_json(const SweepTiming& timing) {
+  return {{"total_seconds", timing.total_seconds},
+          {"threads", timing.threads},
+          {"worker_seconds",
+           {{"read", timing.read_seconds},
+            {"quantize", timing.quantize_seconds},
+            {"attention", timing.attention_seconds},
+            {"needle", timing.needle_seconds}}}};
 }
 
 std::string sweep_results_table(const SweepPlan& plan, const SweepResults& results) {

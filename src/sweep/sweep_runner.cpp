@@ -28,8 +28,8 @@ SweepTotals compute_sweep_totals(const SweepPlan& plan, const SweepOptions& opti
   timing.threads = resolve_thread_count(options.threads);
   const std::size_t keep = kl_values_kept(totals);
 
-  std::vector<char> wanted(static_cast<std::size_t>(units.count()), options.units.empty() ? 1 : 0);
-  for (int unit : options.units) {
+  std::vector<char> wanted(static_cast<std::size_t>(units.count()), options.units ? 0 : 1);
+  for (int unit : options.units.value_or(std::vector<int>{})) {
     if (unit < 0 || unit >= units.count()) throw InternalError("a sweep asked for a unit it does not have");
     at(wanted, unit) = 1;
   }

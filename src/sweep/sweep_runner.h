@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -28,8 +29,8 @@ struct SweepOptions {
   /// Called from a worker after each finished work item: (items done, items in all, layer number being worked on).
   std::function<void(std::size_t done, std::size_t total, int layer)> on_progress;
 
-  /// The work units to compute (work_units.h), ascending; empty: every unit.
-  std::vector<int> units;
+  /// The work units to compute (work_units.h); nullopt: every unit.
+  std::optional<std::vector<int>> units;
   /// Adds units computed before (a journal's) to the fresh totals; they are not computed again.
   std::function<void(SweepTotals& totals)> add_known_units;
   /// Called once for each unit computed, as soon as it is, from the worker that computed it;

@@ -67,7 +67,7 @@ namespace {
 
 // What the summary relies on, checked once here: a unit from a journal or a
 // shard document is held to it like one just measured.
-void check_item_fits(const WorkUnits& units, const UnitTotals& unit, std::size_t keep) {
+void check_item_fits(const WorkUnits& units, const UnitTotals& unit, std::size_t keep, UnitKl kl) {
   const bool attention = units.attention();
   const std::size_t margins = units.needle_margins();
   const std::string what = units.describe(unit.unit);
@@ -87,14 +87,16 @@ void check_item_fits(const WorkUnits& units, const UnitTotals& unit, std::size_t
       fail("{}: attention sums of {} q heads, expected {}", what, rs.attention.size(), attention ? group : 0);
     }
     for (const std::vector<NeedleOutcome>& trial : rs.needle) {
-      if (trial.size() != margins) fail("{}: needle outcomes at {} margins, the sweep has {}", what, trial.size(), margins);
+      if (trial.size() != margins)
+        fail("{}: needle outcomes at {} margins, the sweep has {}", what, trial.size(), margins);
     }
     if (static_cast<int>(rs.needle.size()) != item.measured_trials) {
       fail("{}: {} needle trials measured, but outcomes of {}", what, item.measured_trials, rs.needle.size());
     }
   }
-  if (unit.kl.size() != (attention ? run_seeds : 0)) {
-    fail("{}: KL values of {} (run, seed) pairs, expected {}", what, unit.kl.size(), attention ? run_seeds : 0);
+  const std::size_t kl_run_seeds = attention && kl == UnitKl::in_unit ? run_seeds : 0;
+  if (unit.kl.size() != kl_run_seeds) {
+    fail("{}: KL values of {} (run, seed) pairs, expected {}", what, unit.kl.size(), kl_run_seeds);
   }
   for (const std::vector<KlPart>& heads : unit.kl) {
     if (heads.size() != group) fail("{}: KL values of {} q heads, the item has {}", what, heads.size(), group);
@@ -110,7 +112,7 @@ void check_item_fits(const WorkUnits& units, const UnitTotals& unit, std::size_t
 
 }  // namespace
 
-void add_unit_totals(SweepTotals& totals, const WorkUnits& units, UnitTotals&& unit) {
+void add_unit_totals(SweepTotals& totals, const WorkUnits& units, UnitTotals&& unit, UnitKl kl) {
   if (unit.unit < 0 || unit.unit >= units.count()) {
     fail("unit {} is not a unit of this sweep (it has {})", unit.unit, units.count());
   }
@@ -126,7 +128,7 @@ void add_unit_totals(SweepTotals& totals, const WorkUnits& units, UnitTotals&& u
   }
   const WorkItem item = units.items().item(unit.unit);
   const int group = units.group(unit.unit);
-  check_item_fits(units, unit, kl_values_kept(totals));
+  check_item_fits(units, unit, kl_values_kept(totals), kl);
   for (std::size_t rs = 0; rs < unit.kl.size(); ++rs) {
     KlTails& tails = totals.kl_tails[rs];
     UpperQuantile& layer = at(tails.layer, item.layer_index);

@@ -83,10 +83,14 @@ std::size_t kl_values_kept(const SweepTotals& totals);
 /// Whether `unit` is already in `totals`.
 bool unit_done(const SweepTotals& totals, const WorkUnits& units, int unit);
 
+/// Where an item unit's KL values are: in the unit (as measured, or a journal
+/// record), or added to the tails on their own (a shard document keeps its tails whole).
+enum class UnitKl { in_unit, in_tails };
+
 /// Puts `unit` into `totals` (item totals, KL parts into every tail, synthetic
 /// outcomes), moving from it. InputError, naming the unit, when it does not fit
 /// the sweep: another number of (run, seed) pairs or q heads, KL parts cut
-/// shorter than the tails need, or a unit already there.
-void add_unit_totals(SweepTotals& totals, const WorkUnits& units, UnitTotals&& unit);
+/// shorter than the tails need (or any, with UnitKl::in_tails), or a unit already there.
+void add_unit_totals(SweepTotals& totals, const WorkUnits& units, UnitTotals&& unit, UnitKl kl = UnitKl::in_unit);
 
 }  // namespace tqlab
