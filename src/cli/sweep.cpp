@@ -81,8 +81,8 @@ int run_sweep_command(const SweepCommandOptions& options) {
     fail("sweep: the output '{}' is the input data '{}'; choose another output", config.out, config.data.resolved_path);
   }
   if (same_file(config.out, options.config)) {
-    fail("sweep: the output '{}' is the {} itself; choose another output", config.out,
-         source.from_results ? "results file being re-run" : "config");
+    fail("sweep: the output '{}' is the {}; choose another output", config.out,
+         source.from_results ? "results file being re-run" : "config itself");
   }
   const std::filesystem::path folder = std::filesystem::path(config.out).parent_path();
   if (!folder.empty() && !std::filesystem::is_directory(folder)) {

@@ -74,12 +74,18 @@ std::string header_record(const JournalIdentity& identity) {
 // Checks the header line against the sweep's identity.
 void check_header(const std::string& path, std::string_view record, const JournalIdentity& identity,
                   JournalContents& found) {
-  const nlohmann::json header = parse_json_text(record, path, "journal");
-  const JsonReader root(header, path, "line 1", "journal");
-  if (!root.is_object() || !root.has("schema") || root.at("schema").value() != kJournalSchema) {
+  const auto not_a_journal = [&] {
     fail("'{}' is not a {} journal (its first line is no journal header): remove it to start over", path,
          kJournalSchema);
+  };
+  nlohmann::json header;
+  try {
+    header = parse_json_text(record, path, "journal");
+  } catch (const InputError&) {
+    not_a_journal();
   }
+  const JsonReader root(header, path, "line 1", "journal");
+  if (!root.is_object() || !root.has("schema") || root.at("schema").value() != kJournalSchema) not_a_journal();
   const std::string hash = root.at("config_hash").as_string();
   if (hash != identity.config_hash) {
     fail(
