@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <utility>
 
 namespace tqlab {
 namespace {
@@ -28,8 +29,11 @@ StopSignals::StopSignals() {
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;  // reads and writes in progress go on; the job polls received()
-  sigaction(SIGINT, &action, &g_previous_int);
-  sigaction(SIGTERM, &action, &g_previous_term);
+  // A signal ignored when the process started (nohup, a background job of a script) stays ignored.
+  for (auto [signal, previous] : {std::pair{SIGINT, &g_previous_int}, std::pair{SIGTERM, &g_previous_term}}) {
+    sigaction(signal, nullptr, previous);
+    if (previous->sa_handler != SIG_IGN) sigaction(signal, &action, nullptr);
+  }
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);

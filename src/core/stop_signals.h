@@ -6,7 +6,8 @@
 // starts no new one, finishes what it has in hand and exits with
 // signal_exit_code(), the status a shell reports for a process the signal
 // ended (130, 143). A second signal ends the process at once, as without a
-// StopSignals. SIGXFSZ is ignored as well, so that a write beyond the file size
+// StopSignals. A signal the process was started ignoring (nohup; SIGINT in a
+// script's background job) stays ignored. SIGXFSZ is ignored as well, so that a write beyond the file size
 // limit (ulimit -f) fails with an error naming the file (EFBIG) instead of
 // ending the process without a word.
 #pragma once

@@ -29,8 +29,9 @@ std::string sweep_config_hash(const SweepPlan& plan) { return sweep_config_hash(
 
 std::string data_path_for_document(const SweepConfig& config) {
   namespace fs = std::filesystem;
+  // As the user wrote it: an absolute path stays absolute, a relative one stays relative.
+  if (fs::path(config.data.path).is_absolute() || config.out.empty()) return config.data.resolved_path;
   const fs::path data(config.data.resolved_path);
-  if (data.is_absolute() || config.out.empty()) return config.data.resolved_path;
   std::error_code error;
   const fs::path folder = fs::absolute(fs::path(config.out), error).parent_path();
   const fs::path target = fs::absolute(data, error);

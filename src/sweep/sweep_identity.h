@@ -12,7 +12,7 @@
 //
 // The config a document carries is itself a config, read as if it lived where
 // the document does: its data.path is relative to the document's folder (or
-// absolute when the sweep was given an absolute path).
+// absolute when the config or --data gave an absolute path).
 #pragma once
 
 #include <stop_token>
@@ -32,8 +32,8 @@ std::string sweep_config_hash(const nlohmann::ordered_json& config_section);
 /// The hash of the config section `plan` writes.
 std::string sweep_config_hash(const SweepPlan& plan);
 
-/// The data path a document written to `config.out` records: config.data.resolved_path
-/// relative to the output's folder, or as given when absolute.
+/// The data path a document written to `config.out` records: the data file relative to
+/// the output's folder, or absolute when config.data.path is.
 std::string data_path_for_document(const SweepConfig& config);
 
 /// The sha256 of a file, computed on a thread of its own while the sweep runs.

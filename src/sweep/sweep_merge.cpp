@@ -167,7 +167,7 @@ MergedSweep merge_shards(const std::vector<std::string>& paths, const std::strin
       problems.push_back(fmt::format("shard {}/{} is missing (units {})", index, count, describe_unit_ranges(lost)));
     }
   } else if (!missing.empty()) {
-    problems.push_back(fmt::format("units {} are in none of the shards", describe_unit_ranges(missing)));
+    problems.push_back(fmt::format("units {} are missing: in none of the shards", describe_unit_ranges(missing)));
   }
   if (!problems.empty()) {
     fail("merge: {} problem{}: {}", problems.size(), problems.size() == 1 ? "" : "s", join(problems, "; "));
