@@ -14,8 +14,8 @@
 namespace tqlab {
 namespace {
 
-std::map<std::string, Estimate> by_name(const NextTokenSeries& series) {
-  std::map<std::string, Estimate> out;
+std::map<std::string, ValueAndError> by_name(const NextTokenSeries& series) {
+  std::map<std::string, ValueAndError> out;
   for (const auto& [name, estimate] : next_token_metrics(series)) out[name] = estimate;
   return out;
 }

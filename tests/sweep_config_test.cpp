@@ -116,7 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
                   },
                   {"grid.window[1]", "-4"}},
         BadConfig{"window_not_list", [](json& c) { c["grid"]["window"] = 4; }, {"grid.window", "a list"}},
-        BadConfig{"data_missing", [](json& c) { c.erase("data"); }, {"missing key 'data'"}},
+        BadConfig{"data_missing", [](json& c) { c.erase("data"); }, {"no data", "\"data\"", "\"model\""}},
         BadConfig{"template_without_layer", [](json& c) { c["data"]["keys"] = "k"; }, {"data.keys", "{layer}"}},
         BadConfig{"bad_layout", [](json& c) { c["data"]["layout"] = "head tokens dim"; }, {"data.layout", "tokens"}},
         BadConfig{"bad_layers", [](json& c) { c["data"]["layers"] = "0,x"; }, {"data.layers", "'x'"}},

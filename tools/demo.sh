@@ -9,4 +9,5 @@ BUILD_TARGET=tqlab bash tools/build.sh
 ./build/tqlab synth -o data/sample_kv.safetensors
 ./build/tqlab sweep --config configs/quickstart.json
 # End to end: the bundled trained model with a 3-bit KV cache against an exact one.
-./build/tqlab ppl --model data/tinyllama_hf --tokens data/tinyllama_hf/windows.npy --ctx 256 --k tq:b=3 --v tq:b=3
+./build/tqlab ppl --model data/tinyllama_hf --text /usr/share/common-licenses/GPL-3 --ctx 256 --chunks 16 \
+  --k tq:b=3,nc --v tq:b=3,nc

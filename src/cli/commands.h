@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,20 @@ std::shared_ptr<CLI::FormatterBase> make_help_formatter();
 /// period), one line of detail (or none), then "See docs/REFERENCE.md#ANCHOR.", the
 /// section that documents its flags and outputs.
 std::string command_description(std::string_view headline, std::string_view detail, std::string_view anchor);
+
+/// Where an end-to-end command's token ids come from: --tokens FILE, or --text FILE
+/// tokenized by the model's tokenizer.json (or --tokenizer's), with --add-special or
+/// --no-add-special (default: what the tokenizer's post-processor adds).
+struct TokenSourceFlags {
+  std::string tokens, text, tokenizer;
+  bool add_special = false, no_add_special = false;
+  /// true, false, or nullopt for the tokenizer's own default.
+  std::optional<bool> add_special_choice() const;
+};
+void add_token_source_flags(CLI::App& command, TokenSourceFlags& flags);
+/// InputError "COMMAND: ..." unless exactly one of --tokens and --text is given, and
+/// the other flags only with --text.
+void check_token_source_flags(const TokenSourceFlags& flags, const char* command);
 
 /// Adds `--seed` to `command`, stored in `seed` (0 .. 2^64 - 1). A negative
 /// value is a usage error (CLI11 would wrap -1 to 2^64 - 1). Every command with

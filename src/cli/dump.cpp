@@ -17,14 +17,14 @@
 #include "kv/kv_dump.h"
 #include "model/checkpoint.h"
 #include "model/kv_dump_writer.h"
-#include "model/token_file.h"
+#include "model/model_tokens.h"
 
 namespace tqlab::cli {
 namespace {
 
 struct DumpCommandOptions {
   std::string model;
-  std::string tokens;
+  TokenSourceFlags source;
   std::string output;
   int ctx = 512;
   int chunks = 0;
@@ -38,6 +38,7 @@ struct DumpCommandOptions {
 
 int run_dump_command(const DumpCommandOptions& options) {
   if (options.threads < 0) fail("dump: --threads {} is negative; give a count, or 0 for every core", options.threads);
+  check_token_source_flags(options.source, "dump");
   if (!options.output.ends_with(".safetensors")) {
     fail("dump: -o '{}': a KV dump is written as .safetensors (it carries the layout and name templates as metadata)",
          options.output);
@@ -51,8 +52,15 @@ int run_dump_command(const DumpCommandOptions& options) {
     if (same_file(options.output, file.path)) fail("dump: the output '{}' is the model's weight file", options.output);
   }
   const Transformer model(*checkpoint);
-  const TokenIds tokens = read_token_ids(options.tokens, model.config().vocab_size, "--tokens");
-  if (same_file(options.output, tokens.path)) fail("dump: the output '{}' is the token file", options.output);
+  const ModelTokens tokens =
+      options.source.text.empty()
+          ? read_model_tokens(options.source.tokens, model.config(), "--tokens")
+          : tokenize_model_text(options.source.text,
+                                options.source.tokenizer.empty() ? options.model : options.source.tokenizer,
+                                options.source.add_special_choice(), model.config(), "--text");
+  if (same_file(options.output, tokens.path)) {
+    fail("dump: the output '{}' is the {} file", options.output, options.source.text.empty() ? "token" : "text");
+  }
 
   KvDumpWriteOptions write;
   write.ctx = options.ctx;
@@ -63,8 +71,10 @@ int run_dump_command(const DumpCommandOptions& options) {
   write.logits = options.logits;
   write.threads = options.threads;
   write.model_path = options.model;
-  write.tokens_path = options.tokens;
-  write.tokens_sha256 = file_sha256(tokens.path);
+  write.tokens_path = options.source.text.empty() ? options.source.tokens : options.source.text;
+  write.tokens_sha256 = tokens.sha256;
+  write.tokenizer_sha256 = tokens.tokenizer_sha256;
+  if (!options.source.text.empty()) write.names.tokens = "--text";
   ProgressLine progress("dump", !options.quiet);
   write.on_chunk = [&](int done, int total) {
     progress.update(static_cast<std::size_t>(done), static_cast<std::size_t>(total), "chunks");
@@ -89,8 +99,7 @@ void setup_dump(CLI::App& app, int& exit_code) {
                                   "tqlab-dump"));
   command->add_option("--model", options->model, "Hugging Face checkpoint folder (config.json, model.safetensors)")
       ->required();
-  command->add_option("--tokens", options->tokens, "Token ids: FILE.npy (1-D integers) or FILE.safetensors:NAME")
-      ->required();
+  add_token_source_flags(*command, options->source);
   command->add_option("-o,--output", options->output, "The dump (.safetensors)")->required();
   command->add_option("--ctx", options->ctx, "Tokens per chunk (one sequence of the dump each)")->capture_default_str();
   command->add_option("--chunks", options->chunks, "Chunks to run (0: every whole chunk of the tokens)")

@@ -1,11 +1,11 @@
-// tqlab ppl --model DIR --tokens FILE [--k SPEC --v SPEC ...]: the model's
-// perplexity over the tokens with an exact KV cache (the base) and with the
-// fake-quantized one, the KL divergence between their predictions, as
-// llama.cpp's perplexity prints them (src/model/end_to_end.h), and one
-// tqlab.sweep/1 document with the run.
-#include <chrono>
+// tqlab ppl --model DIR --tokens FILE | --text FILE [--k SPEC --v SPEC ...]: the
+// model's perplexity over the tokens with an exact KV cache (the base) and with
+// the fake-quantized one, the KL divergence between their predictions, as
+// llama.cpp's perplexity prints them. It is a sweep of one run with a model block
+// and no offline metrics (src/sweep/sweep_model.h), so its document is the
+// tqlab.sweep/1 document such a sweep writes.
 #include <filesystem>
-#include <future>
+#include <map>
 
 #include <CLI/CLI.hpp>
 
@@ -18,20 +18,16 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/parallel.h"
-#include "core/sha256.h"
-#include "model/checkpoint.h"
-#include "model/e2e_results.h"
-#include "model/end_to_end.h"
-#include "model/kv_cache_plan.h"
 #include "model/token_file.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_results.h"
 
 namespace tqlab::cli {
 namespace {
 
 struct PplCommandOptions {
   std::string model;
-  std::string tokens;
+  TokenSourceFlags source;
   int ctx = 512;
   int chunks = 0;
   std::string score = "second-half";
@@ -46,10 +42,6 @@ struct PplCommandOptions {
   bool quiet = false;
 };
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
 // "3.7084 +/- 0.1787"; the error without a sign whatever the value's format.
 std::string plus_minus(double value, const std::optional<double>& se, const char* format,
                        const char* se_format = nullptr) {
@@ -57,120 +49,110 @@ std::string plus_minus(double value, const std::optional<double>& se, const char
   return se ? number + " +/- " + fmt::format(fmt::runtime(se_format ? se_format : format), *se) : number;
 }
 
-void print_run(const E2eRun& run) {
-  std::map<std::string, E2eMetricSummary> m;
-  for (E2eMetricSummary& summary : summarize_seeds(run.results)) m[summary.name] = std::move(summary);
-  const auto& ppl = m.at("e2e_ppl");
-  const auto& delta = m.at("e2e_ppl_delta_pct");
-  const auto& ratio = m.at("e2e_ln_ppl_ratio");
-  const auto& kld = m.at("e2e_kld");
-  const auto& top = m.at("e2e_top1");
-  const auto& dp = m.at("e2e_dp");
-  const auto& rms = m.at("e2e_dp_rms");
-  fmt::print("k={} v={} window={} sink={} (seed{} {}):\n", run.k, run.v, run.window, run.sink,
-             run.seeds.size() > 1 ? "s" : "", fmt::join(run.seeds, ","));
-  fmt::print("  PPL = {}\n", plus_minus(ppl.mean, ppl.se, "{:.4f}"));
-  fmt::print("  PPL change = {} %   ln(PPL/PPL_base) = {}\n", plus_minus(delta.mean, delta.se, "{:+.3f}", "{:.3f}"),
-             plus_minus(ratio.mean, ratio.se, "{:.5f}"));
-  fmt::print("  KLD = {}   median {:.6f}  p95 {:.6f}  p99 {:.6f}  max {:.6f}\n", plus_minus(kld.mean, kld.se, "{:.6f}"),
-             m.at("e2e_kld_median").mean, m.at("e2e_kld_p95").mean, m.at("e2e_kld_p99").mean, m.at("e2e_kld_max").mean);
-  const auto percent = [](const std::optional<double>& se) {
-    return se ? std::optional<double>(100 * *se) : std::nullopt;
+const MetricSummary& metric(const RunResult& result, const std::string& name) {
+  for (const auto& [metric_name, summary] : result.metrics) {
+    if (metric_name == name) return summary;
+  }
+  throw InternalError("ppl: the run has no metric " + name);
+}
+
+void print_run(const RunResult& result, const std::vector<std::uint64_t>& seeds) {
+  const auto value = [&](const char* name) { return *metric(result, name).mean; };
+  const auto se = [&](const char* name) { return metric(result, name).standard_error; };
+  const auto percent = [](const std::optional<double>& error) {
+    return error ? std::optional<double>(100 * *error) : std::nullopt;
   };
+  const PlannedRun& run = *result.run;
+  fmt::print("k={} v={} window={} sink={} (seed{} {}):\n", run.k, run.v, run.window, run.sink,
+             seeds.size() > 1 ? "s" : "", fmt::join(seeds, ","));
+  fmt::print("  PPL = {}\n", plus_minus(value("e2e_ppl"), se("e2e_ppl"), "{:.4f}"));
+  fmt::print("  PPL change = {} %   ln(PPL/PPL_base) = {}\n",
+             plus_minus(value("e2e_ppl_delta_pct"), se("e2e_ppl_delta_pct"), "{:+.3f}", "{:.3f}"),
+             plus_minus(value("e2e_ln_ppl_ratio"), se("e2e_ln_ppl_ratio"), "{:.5f}"));
+  fmt::print("  KLD = {}   median {:.6f}  p95 {:.6f}  p99 {:.6f}  max {:.6f}\n",
+             plus_minus(value("e2e_kld"), se("e2e_kld"), "{:.6f}"), value("e2e_kld_median"), value("e2e_kld_p95"),
+             value("e2e_kld_p99"), value("e2e_kld_max"));
   fmt::print("  same top-1 = {} %   mean dp = {} %   RMS dp = {} %\n",
-             plus_minus(100 * top.mean, percent(top.se), "{:.3f}"), plus_minus(100 * dp.mean, percent(dp.se), "{:.3f}"),
-             plus_minus(100 * rms.mean, percent(rms.se), "{:.3f}"));
-  if (run.seeds.size() > 1) {
-    fmt::print("  over seeds: PPL std {:.4f}, KLD std {:.6f}\n", ppl.std.value_or(0), kld.std.value_or(0));
+             plus_minus(100 * value("e2e_top1"), percent(se("e2e_top1")), "{:.3f}"),
+             plus_minus(100 * value("e2e_dp"), percent(se("e2e_dp")), "{:.3f}"),
+             plus_minus(100 * value("e2e_dp_rms"), percent(se("e2e_dp_rms")), "{:.3f}"));
+  if (seeds.size() > 1) {
+    fmt::print("  over seeds: PPL std {:.4f}, KLD std {:.6f}\n", metric(result, "e2e_ppl").seed_std.value_or(0),
+               metric(result, "e2e_kld").seed_std.value_or(0));
   }
 }
 
-int run_ppl_command(const PplCommandOptions& options) {
-  const auto start = Clock::now();
-  if (options.threads < 0) fail("ppl: --threads {} is negative; give a count, or 0 for every core", options.threads);
+// The sweep ppl is: one run, a model block, no offline metric family.
+SweepConfig ppl_config(const PplCommandOptions& options) {
+  check_token_source_flags(options.source, "ppl");
   if (options.window < 0) fail("ppl: --window {} is negative", options.window);
   if (options.sink < 0) fail("ppl: --sink {} is negative", options.sink);
-  const std::vector<std::uint64_t> seeds = parse_seed_list(options.seeds, "ppl");
+  SweepConfig config;
+  config.name = "ppl";
+  SweepModelConfig& model = config.model.emplace();
+  model.path = model.resolved_path = options.model;
+  model.tokens = model.resolved_tokens = options.source.tokens;
+  model.text = model.resolved_text = options.source.text;
+  model.tokenizer = model.resolved_tokenizer = options.source.tokenizer;
+  model.add_special = options.source.add_special_choice();
+  model.ctx = options.ctx;
+  model.chunks = options.chunks;
+  model.score = options.score;
+  model.bos = options.bos;
+  model.from_flags = true;
+  // Without --k/--v the cache is fp32: the exact cache through the same hook (KLD 0, a check of the path).
+  SweepRunConfig& run = config.runs.emplace_back();
+  run.k = LayeredSpec{options.k.empty() ? "fp32" : options.k, {}, {}, "--k"};
+  run.v = LayeredSpec{options.v.empty() ? "fp32" : options.v, {}, {}, "--v"};
+  run.window = options.window;
+  run.sink = options.sink;
+  run.origin = "--k/--v";
+  config.metrics.reconstruction = config.metrics.attention = config.metrics.needle = false;
+  config.metrics.attention_options.window_mode = *parse_window_mode(options.window_mode);
+  config.seeds = parse_seed_list(options.seeds, "ppl");
+  config.out = options.output;
+  return config;
+}
+
+int run_ppl_command(const PplCommandOptions& options) {
+  if (options.threads < 0) fail("ppl: --threads {} is negative; give a count, or 0 for every core", options.threads);
+  const SweepConfig config = ppl_config(options);
   std::optional<AtomicFileWriter> writer;
   if (!options.output.empty()) {
     const std::filesystem::path folder = std::filesystem::path(options.output).parent_path();
     if (!folder.empty() && !std::filesystem::is_directory(folder)) {
       fail("ppl: the output folder '{}' does not exist (-o '{}')", folder.string(), options.output);
     }
+    const std::string input =
+        options.source.text.empty() ? split_token_spec(options.source.tokens).path : options.source.text;
+    if (same_file(options.output, input)) fail("ppl: the output '{}' is the token file", options.output);
     writer.emplace(options.output);  // proves the folder writable before any compute
   }
 
-  const auto checkpoint = Checkpoint::open(options.model);
-  const ModelConfig& config = checkpoint->config();
-  const Transformer model(*checkpoint);
-  TokenIds tokens = read_token_ids(options.tokens, config.vocab_size, "--tokens");
-  if (!options.output.empty() && same_file(options.output, tokens.path)) {
-    fail("ppl: the output '{}' is the token file", options.output);
-  }
-  auto tokens_digest = std::async(std::launch::async, [path = tokens.path] { return file_sha256(path); });
-
-  EndToEndOptions e2e;
-  e2e.ctx = options.ctx;
-  e2e.chunks = options.chunks;
-  e2e.scoring = options.score == "all" ? Scoring::all : Scoring::second_half;
-  e2e.bos = options.bos;
-  e2e.threads = options.threads;
-  const WindowMode mode = options.window_mode == "tail" ? WindowMode::tail : WindowMode::recent;
-  // Without --k/--v the cache is fp32: the exact cache through the same hook (KLD 0, a check of the path).
-  LayeredSpec k{options.k.empty() ? "fp32" : options.k, {}, {}, "--k"};
-  LayeredSpec v{options.v.empty() ? "fp32" : options.v, {}, {}, "--v"};
-  KvCachePlan plan = plan_kv_cache(config, k, v, ExactTokens{options.sink, options.window, mode});
-
-  const int passes = 1 + static_cast<int>(seeds.size());
+  const SweepPlan plan = plan_sweep(config, PlanOptions{options.threads});
   ProgressLine progress("ppl", !options.quiet);
-  int pass = 0;
-  auto pass_start = Clock::now();
-  e2e.on_chunk = [&](int done, int total, int ctx) {
-    const double rate = done * static_cast<double>(ctx) / std::max(1e-9, seconds_since(pass_start));
-    progress.update(static_cast<std::size_t>(pass * total + done), static_cast<std::size_t>(passes * total),
-                    fmt::format("{} chunk {}/{}, {:.0f} tokens/s", pass == 0 ? "base" : "run", done, total, rate));
+  SweepOptions sweep_options;
+  sweep_options.threads = options.threads;
+  sweep_options.on_model_progress = [&](int pass, int passes, int chunk, int chunks) {
+    progress.update(static_cast<std::size_t>(pass) * chunks + chunk, static_cast<std::size_t>(passes) * chunks,
+                    fmt::format("{} chunk {}/{}", pass == 0 ? "base" : "run", chunk, chunks));
   };
-  EndToEndSession session(model, tokens.ids, e2e, tokens.path);
-  const double base_seconds = seconds_since(start);
-
-  E2eRun run;
-  run.k = plan.k;
-  run.v = plan.v;
-  run.window = options.window;
-  run.sink = options.sink;
-  run.seeds = seeds;
-  run.origin = "--k/--v";
-  for (std::uint64_t seed : seeds) {
-    ++pass;
-    pass_start = Clock::now();
-    plan.cache.seed = seed;
-    run.results.push_back(session.run(plan.cache));
-  }
+  const SweepResults results = run_sweep(plan, sweep_options);
   progress.finish();
 
-  const BaseResult& base = session.base();
+  const SweepModel& model = *plan.model;
+  const ModelConfig& model_config = model.checkpoint->config();
+  const EndToEndBase& base = *results.end_to_end;
   fmt::print("model '{}' ({}, {} layers, {}), {} chunks of {} tokens, {} scoring{}: {} predictions scored\n",
-             options.model, config.architecture, config.layers, checkpoint->weight_dtype(), session.chunks(),
-             session.ctx(), scoring_name(e2e.scoring), e2e.bos ? ", BOS first" : "", session.scored_tokens());
+             options.model, model_config.architecture, model_config.layers, model.checkpoint->weight_dtype(),
+             model.chunks, model.options.ctx, scoring_name(model.options.scoring),
+             model.options.bos ? ", BOS first" : "", base.scored_tokens);
   fmt::print("base (exact cache):\n  PPL = {}\n",
              plus_minus(base.perplexity.value, base.perplexity.standard_error, "{:.4f}"));
-  print_run(run);
+  print_run(results.runs.front(), plan.config.seeds);
 
   if (writer) {
-    E2eDocumentInput document;
-    document.model = model_identity(*checkpoint, options.model);
-    document.checkpoint = checkpoint.get();
-    document.tokens_as_given = options.tokens;
-    document.tokens = std::move(tokens);
-    document.tokens_sha256 = tokens_digest.get();
-    document.session = &session;
-    document.options = e2e;
-    document.window_mode = mode;
-    document.runs.push_back(std::move(run));
-    document.total_seconds = seconds_since(start);
-    document.base_seconds = base_seconds;
-    document.threads = resolve_thread_count(options.threads);
-    writer->write(e2e_results_json(document).dump(1) + "\n");
+    writer->write(sweep_results_json(plan, results, DataIdentity{}).dump(1) + "\n");
     writer->commit();
     if (!options.quiet) log::info("wrote {}", options.output);
   }
@@ -188,8 +170,7 @@ void setup_ppl(CLI::App& app, int& exit_code) {
                                  "tqlab-ppl"));
   command->add_option("--model", options->model, "Hugging Face checkpoint folder (config.json, model.safetensors)")
       ->required();
-  command->add_option("--tokens", options->tokens, "Token ids: FILE.npy (1-D integers) or FILE.safetensors:NAME")
-      ->required();
+  add_token_source_flags(*command, options->source);
   command->add_option("--ctx", options->ctx, "Tokens per chunk")->capture_default_str();
   command->add_option("--chunks", options->chunks, "Chunks to run (0: every whole chunk of the tokens)")
       ->capture_default_str();

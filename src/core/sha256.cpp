@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <stop_token>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,12 +15,11 @@
 #include "core/error.h"
 
 namespace tqlab {
-
 namespace {
 
 using DigestContext = std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)>;
 
-DigestContext start_digest() {
+DigestContext start_sha256() {
   DigestContext context(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1) {
     throw std::runtime_error("libcrypto could not start a SHA-256 digest");
@@ -27,16 +27,22 @@ DigestContext start_digest() {
   return context;
 }
 
-std::string finish_digest(EVP_MD_CTX* context) {
+std::string finish_sha256(const DigestContext& context) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  EVP_DigestFinal_ex(context, digest, &length);
+  EVP_DigestFinal_ex(context.get(), digest, &length);
   std::string hex;
   for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
   return hex;
 }
 
 }  // namespace
+
+std::string bytes_sha256(std::string_view bytes) {
+  const DigestContext context = start_sha256();
+  EVP_DigestUpdate(context.get(), bytes.data(), bytes.size());
+  return finish_sha256(context);
+}
 
 std::string file_sha256(const std::string& path) { return file_sha256(path, std::stop_token()); }
 
@@ -47,7 +53,7 @@ std::string file_sha256(const std::string& path, std::stop_token stop) {
     ::close(*owned);
     delete owned;
   });
-  const DigestContext context = start_digest();
+  const DigestContext context = start_sha256();
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   std::vector<unsigned char> buffer(std::size_t{1} << 20);
   while (true) {
@@ -60,13 +66,7 @@ std::string file_sha256(const std::string& path, std::stop_token stop) {
     if (got == 0) break;
     EVP_DigestUpdate(context.get(), buffer.data(), static_cast<std::size_t>(got));
   }
-  return finish_digest(context.get());
-}
-
-std::string text_sha256(std::string_view bytes) {
-  const DigestContext context = start_digest();
-  EVP_DigestUpdate(context.get(), bytes.data(), bytes.size());
-  return finish_digest(context.get());
+  return finish_sha256(context);
 }
 
 }  // namespace tqlab

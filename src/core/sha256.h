@@ -18,6 +18,6 @@ std::string file_sha256(const std::string& path);
 std::string file_sha256(const std::string& path, std::stop_token stop);
 
 /// SHA-256 of `bytes` as 64 lowercase hex digits.
-std::string text_sha256(std::string_view bytes);
+std::string bytes_sha256(std::string_view bytes);
 
 }  // namespace tqlab

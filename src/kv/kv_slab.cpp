@@ -1,6 +1,7 @@
 #include "kv/kv_slab.h"
 
 #include "core/error.h"
+#include "kv/fake_quantize.h"
 
 namespace tqlab {
 namespace {
@@ -65,15 +66,9 @@ std::size_t fake_quantize(const KvDump& dump, const KvSlab& slab, const Quantize
 
 std::size_t fake_quantize_rows(const KvDump& dump, const KvSlab& slab, const Quantizer& quantizer, std::uint64_t seed,
                                std::int64_t rows, const float* x, float* decoded) {
-  const QuantContext context = slab_context(dump, slab, seed);
-  try {
-    const EncodedTensor encoded = quantizer.encode(rows, slab_dim(dump, slab), x, context);
-    quantizer.decode(encoded, context, decoded);
-    return encoded.bytes.size();
-  } catch (const InputError& error) {
-    fail("'{}': tensor '{}', sequence {}, head {}: {}", dump.file().path(), slab_tensor_name(dump, slab), slab.seq,
-         slab.head, error.what());
-  }
+  const std::string where = fmt::format("'{}': tensor '{}', sequence {}, head {}", dump.file().path(),
+                                        slab_tensor_name(dump, slab), slab.seq, slab.head);
+  return fake_quantize_rows(quantizer, slab_context(dump, slab, seed), rows, slab_dim(dump, slab), x, decoded, where);
 }
 
 }  // namespace tqlab

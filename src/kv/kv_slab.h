@@ -55,8 +55,8 @@ std::size_t fake_quantize(const KvDump& dump, const KvSlab& slab, const Quantize
                           const float* x, float* decoded);
 
 /// The same for `rows` vectors x (rows x dim floats) quantized as one tensor in
-/// the slab's context: some of its tokens (a sweep's window, a roundtrip's
-/// piece), or others in their place. The quantizer's messages count tokens from x.
+/// the slab's context (kv/fake_quantize.h's step, the one every path takes): some of its tokens (a sweep's window, a
+/// roundtrip's piece), or others in their place. The quantizer's messages count tokens from x.
 std::size_t fake_quantize_rows(const KvDump& dump, const KvSlab& slab, const Quantizer& quantizer, std::uint64_t seed,
                                std::int64_t rows, const float* x, float* decoded);
 

@@ -94,8 +94,8 @@ void NextTokenSeries::add(const NextTokenComparison& token) {
   same_top1.push_back(token.same_top1 ? 1.0 : 0.0);
 }
 
-Estimate mean_estimate(const std::vector<double>& values) {
-  Estimate out;
+ValueAndError mean_estimate(const std::vector<double>& values) {
+  ValueAndError out;
   if (values.empty()) return out;
   double sum = 0;
   for (double value : values) sum += value;
@@ -104,8 +104,8 @@ Estimate mean_estimate(const std::vector<double>& values) {
   return out;
 }
 
-Estimate perplexity(const std::vector<double>& nll) {
-  const Estimate mean = mean_estimate(nll);
+ValueAndError perplexity(const std::vector<double>& nll) {
+  const ValueAndError mean = mean_estimate(nll);
   const double ppl = std::exp(mean.value);
   return {ppl, scaled(mean.standard_error, ppl)};
 }
@@ -117,7 +117,7 @@ const std::vector<std::string>& next_token_metric_names() {
   return names;
 }
 
-std::vector<std::pair<std::string, Estimate>> next_token_metrics(const NextTokenSeries& series) {
+std::vector<std::pair<std::string, ValueAndError>> next_token_metrics(const NextTokenSeries& series) {
   const std::size_t n = series.size();
   std::vector<double> difference(n), dp(n), dp_squared(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -125,13 +125,13 @@ std::vector<std::pair<std::string, Estimate>> next_token_metrics(const NextToken
     dp[i] = series.p[i] - series.p_base[i];
     dp_squared[i] = dp[i] * dp[i];
   }
-  const Estimate ln_ratio = mean_estimate(difference);
+  const ValueAndError ln_ratio = mean_estimate(difference);
   const double ratio = std::exp(ln_ratio.value);
-  const Estimate mean_square = mean_estimate(dp_squared);
+  const ValueAndError mean_square = mean_estimate(dp_squared);
   const double rms = std::sqrt(mean_square.value);
   std::vector<double> kld = series.kld;
-  const auto percentile = [&](double q) { return Estimate{quantile(kld, q).value_or(0.0), std::nullopt}; };
-  const Estimate p99 = percentile(0.99), p95 = percentile(0.95), median = percentile(0.5);
+  const auto percentile = [&](double q) { return ValueAndError{quantile(kld, q).value_or(0.0), std::nullopt}; };
+  const ValueAndError p99 = percentile(0.99), p95 = percentile(0.95), median = percentile(0.5);
   const double largest = kld.empty() ? 0.0 : *std::max_element(kld.begin(), kld.end());
   return {{"e2e_ppl", perplexity(series.nll)},
           {"e2e_ppl_delta_pct", {100 * (ratio - 1), scaled(ln_ratio.standard_error, 100 * ratio)}},

@@ -69,19 +69,19 @@ struct NextTokenSeries {
 };
 
 /// A number with its standard error (none where no formula gives one).
-struct Estimate {
+struct ValueAndError {
   double value = 0;
   std::optional<double> standard_error;
 };
 
 /// Mean and llama.cpp's standard error of `values`.
-Estimate mean_estimate(const std::vector<double>& values);
+ValueAndError mean_estimate(const std::vector<double>& values);
 
 /// exp(mean nll) and PPL * se(nll): perplexity from negative log-likelihoods.
-Estimate perplexity(const std::vector<double>& nll);
+ValueAndError perplexity(const std::vector<double>& nll);
 
 /// The metrics above, in that order, named as results record them.
-std::vector<std::pair<std::string, Estimate>> next_token_metrics(const NextTokenSeries& series);
+std::vector<std::pair<std::string, ValueAndError>> next_token_metrics(const NextTokenSeries& series);
 
 /// The names next_token_metrics returns, in its order.
 const std::vector<std::string>& next_token_metric_names();

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "model/chunking.h"
 
 namespace tqlab {
 namespace {
@@ -37,19 +38,7 @@ EndToEndSession::EndToEndSession(const Transformer& model, std::vector<std::int3
       workers_(options.threads) {
   const ModelConfig& config = model.config();
   const int ctx = options_.ctx;
-  if (ctx < 2) fail("--ctx {}: a chunk needs at least 2 tokens (one predicts the next)", ctx);
-  check_context(config, ctx, "--ctx");
-  const auto available = static_cast<std::int64_t>(tokens_.size()) / ctx;
-  if (available == 0) {
-    fail("--tokens '{}' holds {} tokens, fewer than one chunk of --ctx {}", tokens_name_, tokens_.size(), ctx);
-  }
-  if (options_.chunks < 0) fail("--chunks {} is negative; give a count, or 0 for every whole chunk", options_.chunks);
-  if (options_.chunks > available) {
-    fail("--chunks {} needs {} tokens at --ctx {}; '{}' holds {} ({} whole chunks)", options_.chunks,
-         static_cast<std::int64_t>(options_.chunks) * ctx, ctx, tokens_name_, tokens_.size(), available);
-  }
-  chunks_ = options_.chunks > 0 ? options_.chunks : static_cast<int>(std::min<std::int64_t>(available, INT32_MAX));
-  if (options_.bos && !config.bos_token_id) fail("--bos: '{}' has no bos_token_id", config.path);
+  chunks_ = plan_chunks(config, tokens_.size(), tokens_name_, ctx, options_.chunks, options_.bos, 2, options_.names);
   first_scored_ = options_.scoring == Scoring::second_half ? ctx / 2 : 0;
   logit_rows_ = logit_rows_for(config.vocab_size);
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "metrics/next_token_metrics.h"
+#include "model/chunking.h"
 #include "model/kv_hook.h"
 #include "model/transformer.h"
 
@@ -44,6 +45,7 @@ struct EndToEndOptions {
   Scoring scoring = Scoring::second_half;
   bool bos = false;
   int threads = 0;
+  ChunkOptionNames names;  ///< how the options are named in messages
   /// After each chunk of the base and of every run: (chunks done, chunks in this pass, tokens of a chunk).
   std::function<void(int done, int total, int ctx)> on_chunk;
 };
@@ -51,7 +53,7 @@ struct EndToEndOptions {
 /// What the base pass measured.
 struct BaseResult {
   std::vector<double> nll;  ///< per scored token, in order
-  Estimate perplexity;
+  ValueAndError perplexity;
 };
 
 /// One run-seed: the per-token comparison with the base and the cache's packed bytes.

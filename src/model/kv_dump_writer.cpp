@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/chunking.h"
 #include "io/tensor_stream_writer.h"
 #include "tqlab_version.h"
 
@@ -52,22 +53,14 @@ KvDumpSummary write_model_kv_dump(const Transformer& model, const std::vector<st
                                   const std::string& path, const KvDumpWriteOptions& options) {
   const ModelConfig& config = model.config();
   const int ctx = options.ctx;
-  if (ctx < 1) fail("--ctx {}: a chunk needs at least one token", ctx);
-  check_context(config, ctx, "--ctx");
-  const auto available = static_cast<std::int64_t>(tokens.size()) / ctx;
-  if (available == 0)
-    fail("--tokens '{}' holds {} tokens, fewer than one chunk of --ctx {}", options.tokens_path, tokens.size(), ctx);
-  if (options.chunks < 0 || options.chunks > available) {
-    fail("--chunks {} needs {} tokens at --ctx {}; '{}' holds {} ({} whole chunks)", options.chunks,
-         static_cast<std::int64_t>(options.chunks) * ctx, ctx, options.tokens_path, tokens.size(), available);
-  }
+  const int chunks = plan_chunks(config, tokens.size(), options.tokens_path, ctx, options.chunks, options.bos, 1,
+                                 options.names);
   if (options.dtype != DType::f16 && options.dtype != DType::bf16 && options.dtype != DType::f32) {
     fail("--dtype {}: a dump stores f16, bf16 or f32", dtype_name(options.dtype));
   }
-  if (options.bos && !config.bos_token_id) fail("--bos: '{}' has no bos_token_id", config.path);
   KvDumpSummary summary;
   summary.ctx = ctx;
-  summary.chunks = options.chunks > 0 ? options.chunks : static_cast<int>(available);
+  summary.chunks = chunks;
   if (options.layers) {
     for (int layer : *options.layers) {
       if (layer < 0 || layer >= config.layers)
@@ -77,7 +70,7 @@ KvDumpSummary write_model_kv_dump(const Transformer& model, const std::vector<st
   } else {
     for (int layer = 0; layer < config.layers; ++layer) summary.layers.push_back(layer);
   }
-  const int chunks = summary.chunks, dim = config.head_dim;
+  const int dim = config.head_dim;
 
   // Tensors in the order dump_kv.py writes them: per layer q, k, v; then the ids (and logits).
   std::vector<TensorToWrite> tensors;
@@ -93,7 +86,7 @@ KvDumpSummary write_model_kv_dump(const Transformer& model, const std::vector<st
   const std::size_t logits_tensor = tensors.size();
   if (options.logits) tensors.push_back({"logits", DType::f32, {chunks, ctx, config.vocab_size}, {}});
 
-  const std::map<std::string, std::string> metadata{
+  std::map<std::string, std::string> metadata{
       {"layout", "seq head token dim"},
       {"keys", "layers.{layer}.k"},
       {"values", "layers.{layer}.v"},
@@ -120,6 +113,7 @@ KvDumpSummary write_model_kv_dump(const Transformer& model, const std::vector<st
       {"tqlab.version", TQLAB_VERSION},
       {"tqlab.git_commit", TQLAB_GIT_COMMIT},
   };
+  if (!options.tokenizer_sha256.empty()) metadata["tokenizer_sha256"] = options.tokenizer_sha256;
   TensorStreamWriter writer(path, tensors, metadata, Durability::page_cache);
 
   Workers workers(options.threads);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "model/chunking.h"
 #include "model/transformer.h"
 
 namespace tqlab {
@@ -37,7 +38,9 @@ struct KvDumpWriteOptions {
   bool logits = false;
   int threads = 0;
   std::string model_path;                  ///< as given, for the metadata
-  std::string tokens_path, tokens_sha256;  ///< for the metadata
+  std::string tokens_path, tokens_sha256;  ///< for the metadata: the token file (or text) and its sha256
+  std::string tokenizer_sha256;            ///< for the metadata, when a text was tokenized
+  ChunkOptionNames names;                  ///< how the options are named in messages
   std::function<void(int done, int total)> on_chunk;
 };
 

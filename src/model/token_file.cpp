@@ -22,14 +22,19 @@ bool exists(const std::string& path) {
 
 }  // namespace
 
-TokenIds read_token_ids(const std::string& spec, int vocab_size, const char* option) {
-  TokenIds out;
-  out.path = spec;
+TokenFileSpec split_token_spec(const std::string& spec) {
   // FILE.safetensors:NAME, unless a file has that whole name.
   if (const std::size_t colon = spec.rfind(':'); colon != std::string::npos && !exists(spec)) {
-    out.path = spec.substr(0, colon);
-    out.tensor = spec.substr(colon + 1);
+    return {spec.substr(0, colon), spec.substr(colon + 1)};
   }
+  return {spec, ""};
+}
+
+TokenIds read_token_ids(const std::string& spec, int vocab_size, const char* option) {
+  TokenIds out;
+  const TokenFileSpec split = split_token_spec(spec);
+  out.path = split.path;
+  out.tensor = split.tensor;
   const auto file = TensorFile::open(out.path);
   const TensorView* view = nullptr;
   if (file->format() == "npy") {

@@ -18,6 +18,13 @@ struct TokenIds {
   std::vector<std::int32_t> ids;
 };
 
+/// A token spec cut into its file and tensor name: "FILE.safetensors:NAME" is
+/// {FILE.safetensors, NAME} unless a file has the whole name; else {spec, ""}.
+struct TokenFileSpec {
+  std::string path, tensor;
+};
+TokenFileSpec split_token_spec(const std::string& spec);
+
 /// Reads `spec` ("FILE.npy", "FILE.safetensors:NAME"; a safetensors file of
 /// one tensor needs no NAME). InputError, naming the file and saying what was
 /// found, for a float or bool tensor, a .npy that is not 1-D, no tensor NAME,

@@ -170,7 +170,7 @@ nlohmann::ordered_json shard_document_json(const SweepPlan& plan, const ShardSpe
     for (const KlTailsPart& part : kl_tails_parts(totals)) tails.push_back(kl_tails_json(part));
     out["kl_tails"] = tails;
   }
-  out["timing"] = sweep_timing_json(timing);
+  out["timing"] = sweep_timing_json(timing, false);
   return out;
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "io/json_reader.h"
+#include "model/token_file.h"
 #include "quant/registry.h"
 
 namespace tqlab {
@@ -148,6 +149,54 @@ void read_data(const JsonReader& reader, const std::string& config_path, SweepDa
   }
 }
 
+void read_model(const JsonReader& reader, const std::string& config_path, SweepModelConfig& model,
+                std::optional<WindowMode>& window_mode) {
+  reader.allow_only(
+      {"path", "tokens", "text", "tokenizer", "add_special", "ctx", "chunks", "score", "bos", "window_mode"});
+  const auto path_of = [&](const char* key, std::string& written, std::string& resolved) {
+    const auto found = reader.find(key);
+    if (!found) return;
+    written = found->as_string();
+    if (written.empty()) found->fail("the path is empty");
+    resolved = resolve_against(config_path, written);
+  };
+  if (!reader.has("path")) reader.fail("the model block needs \"path\": a Hugging Face checkpoint folder");
+  path_of("path", model.path, model.resolved_path);
+  if (reader.has("tokens") == reader.has("text")) {
+    reader.fail("the model block needs \"tokens\" (a token id file) or \"text\" (a text file), one of them");
+  }
+  if (const auto tokens = reader.find("tokens")) {
+    // "FILE.safetensors:NAME" names a tensor of the file: resolve the file part only.
+    const std::string written = tokens->as_string();
+    if (written.empty()) tokens->fail("the path is empty");
+    // FILE.safetensors:NAME names a tensor of the file: the file part is relative to the config.
+    const std::string resolved = resolve_against(config_path, written);
+    const TokenFileSpec split = split_token_spec(resolved);
+    model.tokens = written;
+    model.resolved_tokens = split.tensor.empty() ? resolved : split.path + ":" + split.tensor;
+  }
+  path_of("text", model.text, model.resolved_text);
+  path_of("tokenizer", model.tokenizer, model.resolved_tokenizer);
+  if (!model.tokenizer.empty() && model.text.empty()) reader.at("tokenizer").fail("a tokenizer is for \"text\"");
+  if (const auto add_special = reader.find("add_special")) {
+    if (model.text.empty()) add_special->fail("add_special is for \"text\"");
+    model.add_special = add_special->as_bool();
+  }
+  if (const auto ctx = reader.find("ctx")) model.ctx = static_cast<int>(ctx->as_integer(2, kMaxTokenCount));
+  if (const auto chunks = reader.find("chunks")) model.chunks = static_cast<int>(chunks->as_integer(0, kMaxTokenCount));
+  if (const auto score = reader.find("score")) {
+    model.score = score->as_string();
+    if (model.score != "second-half" && model.score != "all") {
+      score->fail("'{}' is not a scoring (allowed: second-half, all)", model.score);
+    }
+  }
+  if (const auto bos = reader.find("bos")) model.bos = bos->as_bool();
+  if (const auto mode = reader.find("window_mode")) {
+    window_mode = parse_window_mode(mode->as_string());
+    if (!window_mode) mode->fail("'{}' is not a window mode (allowed: recent, tail)", mode->as_string());
+  }
+}
+
 // `true`, `false` or an options object (which enables the family).
 bool read_family_switch(const JsonReader& reader) {
   if (reader.is_bool()) return reader.as_bool();
@@ -212,9 +261,6 @@ void read_metrics(const JsonReader& reader, MetricsConfig& metrics) {
     if (family->is_object()) read_needle(*family, metrics.needle_options);
   }
   if (const auto per_head = reader.find("per_head")) metrics.per_head = per_head->as_bool();
-  if (!metrics.reconstruction && !metrics.attention && !metrics.needle) {
-    reader.fail("every metric family is switched off; enable reconstruction, attention or needle");
-  }
 }
 
 void read_grid(const JsonReader& reader, std::vector<SweepRunConfig>& runs) {
@@ -266,7 +312,7 @@ std::string describe_layers(const std::optional<std::vector<int>>& layers) {
 
 SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string& path) {
   const JsonReader root(document, path);
-  root.allow_only({"name", "data", "grid", "runs", "metrics", "seeds", "seed", "out"});
+  root.allow_only({"name", "data", "model", "grid", "runs", "metrics", "seeds", "seed", "out"});
   SweepConfig config;
   config.config_path = path;
   config.name = std::filesystem::path(path).stem().string();
@@ -274,13 +320,44 @@ SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string
     config.name = name->as_string();
     if (config.name.empty()) name->fail("the name is empty");
   }
-  read_data(root.at("data"), path, config.data);
+  if (!root.has("data") && !root.has("model")) {
+    root.fail("no data: give \"data\" (a KV dump) or \"model\" (a checkpoint whose own Q/K/V are swept), or both");
+  }
+  if (const auto data = root.find("data")) {
+    read_data(*data, path, config.data);
+  } else {
+    // The model's own dump: its layout metadata and tqlab's name templates, queries included.
+    config.data.kv.queries_required = false;
+    config.data.kv.layout.clear();
+  }
+  std::optional<WindowMode> model_window_mode;
+  if (const auto model = root.find("model")) read_model(*model, path, config.model.emplace(), model_window_mode);
   if (const auto grid = root.find("grid")) read_grid(*grid, config.runs);
   if (const auto runs = root.find("runs")) read_runs(*runs, config.runs);
   if (config.runs.empty()) {
     root.fail("no runs: give \"grid\" with non-empty \"k\" and \"v\" lists, or a non-empty \"runs\" list");
   }
-  if (const auto metrics = root.find("metrics")) read_metrics(*metrics, config.metrics);
+  if (const auto metrics = root.find("metrics")) {
+    read_metrics(*metrics, config.metrics);
+    // With a model block the end-to-end metrics are measured whatever the offline families say.
+    if (!config.model && !config.metrics.reconstruction && !config.metrics.attention && !config.metrics.needle) {
+      metrics->fail("every metric family is switched off; enable reconstruction, attention or needle (or give a "
+                    "\"model\" block, whose end-to-end metrics need none of them)");
+    }
+  }
+  // The cache's window mode is one rule for both paths: the attention metrics' and the model's.
+  if (model_window_mode) {
+    const auto metrics = root.find("metrics");
+    const auto attention = metrics && metrics->is_object() ? metrics->find("attention") : std::nullopt;
+    const bool given = attention && attention->is_object() && attention->has("window_mode");
+    if (given && config.metrics.attention_options.window_mode != *model_window_mode) {
+      root.at("model")
+          .at("window_mode")
+          .fail("'{}' differs from metrics.attention.window_mode '{}'; give one of them",
+                window_mode_name(*model_window_mode), window_mode_name(config.metrics.attention_options.window_mode));
+    }
+    config.metrics.attention_options.window_mode = *model_window_mode;
+  }
   if (root.has("seeds") && root.has("seed")) root.fail("give \"seeds\" (a list) or \"seed\" (one number), not both");
   if (const auto seeds = root.find("seeds")) {
     config.seeds = read_nonempty_list<std::uint64_t>(*seeds, [](const JsonReader& seed) { return seed.as_unsigned(); });

@@ -69,10 +69,27 @@ struct SweepDataConfig {
   NonfiniteMode nonfinite = NonfiniteMode::error;
 };
 
+/// "model": an end-to-end measurement through a Hugging Face checkpoint (docs/SWEEP.md#model).
+/// Every run then also gets the e2e_* metrics; without "data", the offline metrics are computed
+/// on the Q/K/V the model itself produces for the tokens (what `tqlab dump --dtype f32` writes).
+struct SweepModelConfig {
+  std::string path, resolved_path;      ///< the checkpoint folder, as written and resolved
+  std::string tokens, resolved_tokens;  ///< "FILE.npy" or "FILE.safetensors:NAME" ("" with text)
+  std::string text, resolved_text;      ///< a text tokenized with the model's tokenizer.json ("" with tokens)
+  std::string tokenizer, resolved_tokenizer;  ///< "tokenizer": another tokenizer.json (default: the model's)
+  std::optional<bool> add_special;      ///< with text: add the tokenizer's special tokens (default: its own)
+  int ctx = 512;
+  int chunks = 0;                       ///< 0: every whole chunk of the tokens
+  std::string score = "second-half";    ///< "second-half" or "all"
+  bool bos = false;                     ///< replace each chunk's first token by the config's bos_token_id
+  bool from_flags = false;              ///< given as tqlab ppl's flags: messages name --ctx, not model.ctx
+};
+
 struct SweepConfig {
   std::string config_path;  ///< the file it was read from
   std::string name;
-  SweepDataConfig data;
+  SweepDataConfig data;  ///< data.path "" when a model block stands in for the data
+  std::optional<SweepModelConfig> model;
   std::vector<SweepRunConfig> runs;  ///< the grid's product (k, v, window, sink order), then `runs`
   MetricsConfig metrics;
   std::vector<std::uint64_t> seeds{0};

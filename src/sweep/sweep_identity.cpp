@@ -18,7 +18,7 @@ std::string sweep_config_hash(const nlohmann::json& config_section) {
   if (measured.is_object() && measured.contains("data") && measured["data"].is_object()) {
     measured["data"].erase("path");
   }
-  return text_sha256(measured.dump());
+  return bytes_sha256(measured.dump());
 }
 
 std::string sweep_config_hash(const nlohmann::ordered_json& config_section) {
@@ -27,17 +27,16 @@ std::string sweep_config_hash(const nlohmann::ordered_json& config_section) {
 
 std::string sweep_config_hash(const SweepPlan& plan) { return sweep_config_hash(sweep_config_json(plan)); }
 
-std::string data_path_for_document(const SweepConfig& config) {
+std::string path_for_document(const std::string& written, const std::string& resolved, const std::string& out) {
   namespace fs = std::filesystem;
   // As the user wrote it: an absolute path stays absolute, a relative one stays relative.
-  if (fs::path(config.data.path).is_absolute() || config.out.empty()) return config.data.resolved_path;
-  const fs::path data(config.data.resolved_path);
+  if (fs::path(written).is_absolute() || out.empty()) return resolved;
   std::error_code error;
-  const fs::path folder = fs::absolute(fs::path(config.out), error).parent_path();
-  const fs::path target = fs::absolute(data, error);
-  if (error) return config.data.resolved_path;
+  const fs::path folder = fs::absolute(fs::path(out), error).parent_path();
+  const fs::path target = fs::absolute(fs::path(resolved), error);
+  if (error) return resolved;
   const fs::path relative = target.lexically_normal().lexically_relative(folder.lexically_normal());
-  return relative.empty() ? config.data.resolved_path : relative.string();
+  return relative.empty() ? resolved : relative.string();
 }
 
 struct DataDigest::State {

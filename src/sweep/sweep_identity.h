@@ -11,7 +11,7 @@
 // merges are matched by it.
 //
 // The config a document carries is itself a config, read as if it lived where
-// the document does: its data.path is relative to the document's folder (or
+// the document does: its data and model paths are relative to the document's folder (or
 // absolute when the config or --data gave an absolute path).
 #pragma once
 
@@ -32,9 +32,9 @@ std::string sweep_config_hash(const nlohmann::ordered_json& config_section);
 /// The hash of the config section `plan` writes.
 std::string sweep_config_hash(const SweepPlan& plan);
 
-/// The data path a document written to `config.out` records: the data file relative to
-/// the output's folder, or absolute when config.data.path is.
-std::string data_path_for_document(const SweepConfig& config);
+/// A path of the config (`written`, resolved to `resolved`) as a document written to
+/// `out` records it: relative to the output's folder, or absolute when `written` is.
+std::string path_for_document(const std::string& written, const std::string& resolved, const std::string& out);
 
 /// The sha256 of a file, computed on a thread of its own while the sweep runs.
 /// Destroying it stops the hashing early (a stopped job does not wait for it).

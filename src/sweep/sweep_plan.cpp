@@ -103,6 +103,18 @@ std::string canonical(const SweepPlan& plan, const LayeredSpec& spec, Role role)
   return text + "}}";
 }
 
+// Two runs of one identity would be measured twice and could not be told apart in results.
+void require_distinct_runs(const SweepPlan& plan) {
+  std::map<std::string, std::string> seen;  // identity -> origin
+  for (const PlannedRun& planned : plan.runs) {
+    const auto [existing, inserted] = seen.emplace(planned.identity(), planned.origin);
+    if (!inserted) {
+      fail("config '{}': {} and {} are the same run ({}); each run must differ in k, v, window or sink",
+           plan.config.config_path, existing->second, planned.origin, planned.identity());
+    }
+  }
+}
+
 }  // namespace
 
 std::string PlannedRun::identity() const { return fmt::format("k={} v={} window={} sink={}", k, v, window, sink); }
@@ -111,11 +123,35 @@ double attention_scale(const AttentionConfig& attention, int key_dim) {
   return attention.scale ? *attention.scale : 1.0 / std::sqrt(static_cast<double>(key_dim));
 }
 
-SweepPlan plan_sweep(SweepConfig config) {
+bool wants_offline_metrics(const MetricsConfig& metrics) {
+  return metrics.reconstruction || metrics.attention || metrics.needle;
+}
+
+SweepPlan plan_sweep(SweepConfig config, const PlanOptions& options) {
   SweepPlan plan;
   plan.config = std::move(config);
   const SweepConfig& cfg = plan.config;
-  plan.file = TensorFile::open(cfg.data.resolved_path);
+  if (cfg.model) plan.model = open_sweep_model(cfg);
+  if (!cfg.data.path.empty()) {
+    plan.file = TensorFile::open(cfg.data.resolved_path);
+  } else if (wants_offline_metrics(cfg.metrics)) {
+    DataIdentity identity;
+    plan.file = model_kv_dump(*plan.model, options.threads, identity.bytes, identity.sha256);
+    plan.generated_data = identity;
+  } else {
+    // End-to-end metrics only: the runs as the model resolves them.
+    for (std::size_t r = 0; r < cfg.runs.size(); ++r) {
+      PlannedRun planned;
+      planned.k = plan.model->runs[r].k;
+      planned.v = plan.model->runs[r].v;
+      planned.window = cfg.runs[r].window;
+      planned.sink = cfg.runs[r].sink;
+      planned.origin = cfg.runs[r].origin;
+      plan.runs.push_back(std::move(planned));
+    }
+    require_distinct_runs(plan);
+    return plan;
+  }
   KvDumpSpec kv = cfg.data.kv;
   const ResolvedKvLayout resolved = resolve_kv_layout(*plan.file, kv.layout, "data.layout");
   plan.layout = resolved.layout;
@@ -124,7 +160,6 @@ SweepPlan plan_sweep(SweepConfig config) {
   plan.dump = std::make_unique<KvDump>(*plan.file, kv);
   const KvDump& dump = *plan.dump;
 
-  std::map<std::string, std::string> seen;  // identity -> origin
   for (const SweepRunConfig& run : cfg.runs) {
     PlannedRun planned;
     planned.k_quantizer = resolve_layered(plan, run.k, Role::key);
@@ -134,11 +169,6 @@ SweepPlan plan_sweep(SweepConfig config) {
     planned.window = run.window;
     planned.sink = run.sink;
     planned.origin = run.origin;
-    const auto [existing, inserted] = seen.emplace(planned.identity(), planned.origin);
-    if (!inserted) {
-      fail("config '{}': {} and {} are the same run ({}); each run must differ in k, v, window or sink",
-           cfg.config_path, existing->second, planned.origin, planned.identity());
-    }
     const int synthetic = quantizer_index(plan, run.k.default_spec);
     try {
       plan.quantizers[static_cast<std::size_t>(synthetic)]->check_dim(kSyntheticNeedleDim);
@@ -148,6 +178,7 @@ SweepPlan plan_sweep(SweepConfig config) {
     }
     plan.runs.push_back(std::move(planned));
   }
+  require_distinct_runs(plan);
 
   const MetricsConfig& metrics = cfg.metrics;
   plan.reconstruction = metrics.reconstruction;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "metrics/needle.h"
 #include "quant/quantizer.h"
 #include "sweep/sweep_config.h"
+#include "sweep/sweep_model.h"
 
 namespace tqlab {
 
@@ -40,10 +42,19 @@ struct PlannedRun {
   std::string identity() const;
 };
 
+/// What identifies a sweep's input file: its size and contents.
+struct DataIdentity {
+  std::uint64_t bytes = 0;
+  std::string sha256;
+};
+
 struct SweepPlan {
   SweepConfig config;
-  std::unique_ptr<TensorFile> file;
-  std::unique_ptr<KvDump> dump;
+  std::unique_ptr<SweepModel> model;   ///< the model block's checkpoint, tokens and runs (null without one)
+  std::unique_ptr<TensorFile> file;    ///< the data; null when a model block asks for no offline metric
+  std::unique_ptr<KvDump> dump;        ///< null with `file`
+  /// Set when the dump is the model's own (no "data"): its identity, known once written.
+  std::optional<DataIdentity> generated_data;
   std::string layout;                                   ///< the layout used
   std::vector<std::unique_ptr<Quantizer>> quantizers;  ///< one per distinct spec string
   std::vector<std::string> quantizer_specs;            ///< the spec each was built from
@@ -56,9 +67,19 @@ struct SweepPlan {
   std::vector<std::string> warnings;  ///< said once, before the work starts
 };
 
-/// Opens the data and validates the config against it. InputError names the
-/// config key (grid.k[2]) or the file and tensor.
-SweepPlan plan_sweep(SweepConfig config);
+struct PlanOptions {
+  int threads = 0;  ///< for the model's forward when it makes the dump (0: every core)
+};
+
+/// Opens the data (and the model) and validates the config against them.
+/// InputError names the config key (grid.k[2]) or the file and tensor. With a
+/// model block and no data, this runs the model once over the tokens to make
+/// the dump the offline metrics read (sweep/sweep_model.h), after every check.
+SweepPlan plan_sweep(SweepConfig config, const PlanOptions& options = {});
+
+/// Whether the config asks for a metric computed on K/V tensors (reconstruction,
+/// attention, needle), as opposed to the model block's end-to-end metrics only.
+bool wants_offline_metrics(const MetricsConfig& metrics);
 
 /// Logit scale of a layer: the configured number, else 1/sqrt(key head dim).
 double attention_scale(const AttentionConfig& attention, int key_dim);

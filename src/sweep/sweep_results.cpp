@@ -1,6 +1,7 @@
 #include "sweep/sweep_results.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -54,13 +55,33 @@ Json metrics_config_json(const MetricsConfig& metrics) {
   return out;
 }
 
-}  // namespace
+// The resolved model block: itself valid in a config (paths as written).
+Json model_config_json(const SweepModelConfig& model, const std::string& out_path) {
+  const auto place = [&](const std::string& written, const std::string& resolved) {
+    return json_text(path_for_document(written, resolved, out_path));
+  };
+  Json out;
+  out["path"] = place(model.path, model.resolved_path);
+  if (!model.text.empty()) {
+    out["text"] = place(model.text, model.resolved_text);
+    if (!model.tokenizer.empty()) out["tokenizer"] = place(model.tokenizer, model.resolved_tokenizer);
+    if (model.add_special) out["add_special"] = *model.add_special;
+  } else {
+    out["tokens"] = place(model.tokens, model.resolved_tokens);
+  }
+  out["ctx"] = model.ctx;
+  out["chunks"] = model.chunks;
+  out["score"] = model.score;
+  out["bos"] = model.bos;
+  return out;
+}
 
-Json sweep_config_json(const SweepPlan& plan) {
+Json data_config_json(const SweepPlan& plan) {
   const SweepConfig& config = plan.config;
   const KvDump& dump = *plan.dump;
   Json data;
-  data["path"] = json_text(data_path_for_document(config));  // --data comes from the command line: any bytes
+  // --data comes from the command line: any bytes.
+  data["path"] = json_text(path_for_document(config.data.path, config.data.resolved_path, config.out));
   data["keys"] = config.data.kv.keys;
   data["values"] = config.data.kv.values;
   data["queries"] = config.data.kv.queries.empty() ? Json(nullptr) : Json(config.data.kv.queries);
@@ -69,13 +90,26 @@ Json sweep_config_json(const SweepPlan& plan) {
   for (const KvLayerShape& shape : dump.layers()) layers.push_back(shape.layer);
   data["layers"] = layers;
   data["nonfinite"] = std::string(nonfinite_mode_name(config.data.nonfinite));
+  return data;
+}
+
+}  // namespace
+
+Json sweep_config_json(const SweepPlan& plan) {
+  const SweepConfig& config = plan.config;
   Json runs = Json::array();
   for (const PlannedRun& run : plan.runs) {
     runs.push_back({{"k", spec_json(run.k)}, {"v", spec_json(run.v)}, {"window", run.window}, {"sink", run.sink}});
   }
   Json out;
   out["name"] = config.name;
-  out["data"] = data;
+  if (!config.data.path.empty()) out["data"] = data_config_json(plan);
+  if (config.model) {
+    out["model"] = model_config_json(*config.model, config.out);
+    out["model"]["chunks"] = plan.model->chunks;  // resolved: the count run, whatever the token file holds later
+    // The cache's window mode, which metrics.attention also records when attention is measured.
+    out["model"]["window_mode"] = std::string(window_mode_name(config.metrics.attention_options.window_mode));
+  }
   out["runs"] = runs;
   out["metrics"] = metrics_config_json(config.metrics);
   out["seeds"] = config.seeds;
@@ -93,7 +127,9 @@ std::string tensor_dtype(const KvDump& dump, Role role) {
 Json data_json(const SweepPlan& plan, const SweepResults& results, const DataIdentity& identity) {
   const KvDump& dump = *plan.dump;
   Json out;
-  out["path"] = json_text(plan.config.data.path);
+  // The model's own dump has no path: it lived in a temporary file for the run.
+  out["path"] = plan.generated_data ? Json(nullptr) : Json(json_text(plan.config.data.path));
+  if (plan.generated_data) out["source"] = "model";
   out["bytes"] = identity.bytes;
   out["sha256"] = identity.sha256;
   out["format"] = dump.file().format();
@@ -149,7 +185,11 @@ Json run_json(const SweepPlan& plan, const RunResult& result) {
   out["metrics"] = metrics;
   Json per_layer;
   Json layers = Json::array();
-  for (const KvLayerShape& shape : plan.dump->layers()) layers.push_back(shape.layer);
+  if (plan.dump) {
+    for (const KvLayerShape& shape : plan.dump->layers()) layers.push_back(shape.layer);
+  } else {
+    for (int layer = 0; layer < plan.model->checkpoint->config().layers; ++layer) layers.push_back(layer);
+  }
   per_layer["layer"] = layers;
   for (const char* name : {"bits_k", "bits_v", "bits_kv", "bits_kv_effective"}) {
     Json values = Json::array();
@@ -170,6 +210,45 @@ Json run_json(const SweepPlan& plan, const RunResult& result) {
   return out;
 }
 
+// The model's identity, the tokens' and what the base pass measured.
+void add_model_sections(const SweepModel& model, const EndToEndBase& base, Json& out) {
+  const ModelConfig& config = model.checkpoint->config();
+  Json files = Json::array();
+  for (const WeightFileIdentity& file : model.identity.files) {
+    files.push_back({{"name", json_text(file.name)}, {"bytes", file.bytes}, {"sha256", file.sha256}});
+  }
+  out["model"] = {{"path", json_text(model.identity.path)},
+                  {"architecture", model.identity.architecture},
+                  {"config_sha256", model.identity.config_sha256},
+                  {"files", files},
+                  {"dtype", model.checkpoint->weight_dtype()},
+                  {"layers", config.layers},
+                  {"q_heads", config.q_heads},
+                  {"kv_heads", config.kv_heads},
+                  {"head_dim", config.head_dim},
+                  {"vocab_size", config.vocab_size}};
+  const ModelTokens& tokens = model.tokens;
+  Json source = {{"source", tokens.source}, {"path", json_text(tokens.path)}, {"sha256", tokens.sha256}};
+  if (tokens.source == "text") {
+    source["tokenizer"] = {{"path", json_text(tokens.tokenizer_path)}, {"sha256", tokens.tokenizer_sha256}};
+    source["add_special"] = tokens.add_special;
+  } else {
+    source["tensor"] = tokens.tensor.empty() ? Json(nullptr) : Json(json_text(tokens.tensor));
+    source["dtype"] = tokens.dtype;
+  }
+  source["count"] = tokens.ids.size();
+  out["tokens"] = source;
+  out["e2e"] = {{"ctx", model.options.ctx},
+                {"chunks", model.chunks},
+                {"score", scoring_name(model.options.scoring)},
+                {"bos", model.options.bos},
+                {"scored_tokens", base.scored_tokens},
+                {"base",
+                 {{"ppl", base.perplexity.value},
+                  {"ppl_se", optional_number(base.perplexity.standard_error)},
+                  {"nll", std::log(base.perplexity.value)}}}};
+}
+
 const MetricSummary* find_metric(const RunResult& result, const std::string& name) {
   for (const auto& [metric, summary] : result.metrics) {
     if (metric == name) return &summary;
@@ -185,28 +264,33 @@ nlohmann::ordered_json sweep_results_json(const SweepPlan& plan, const SweepResu
   out["schema"] = kSweepSchema;
   out["tqlab"] = {{"version", TQLAB_VERSION}, {"git_commit", TQLAB_GIT_COMMIT}, {"blas", blas_kernels()}};
   out["config"] = sweep_config_json(plan);
-  out["data"] = data_json(plan, results, identity);
-  out["needle"] = {{"trials", results.needle_trials},
-                   {"margins", plan.config.metrics.needle_options.margins},
-                   {"synthetic_trials", results.synthetic_trials}};
-  if (results.needle_trials_measured < results.needle_trials) {
-    out["needle"]["unmeasured_trials"] = results.needle_trials - results.needle_trials_measured;
+  if (plan.dump) {
+    out["data"] = data_json(plan, results, plan.generated_data.value_or(identity));
+    out["needle"] = {{"trials", results.needle_trials},
+                     {"margins", plan.config.metrics.needle_options.margins},
+                     {"synthetic_trials", results.synthetic_trials}};
+    if (results.needle_trials_measured < results.needle_trials) {
+      out["needle"]["unmeasured_trials"] = results.needle_trials - results.needle_trials_measured;
+    }
   }
+  if (plan.model) add_model_sections(*plan.model, *results.end_to_end, out);
   Json runs = Json::array();
   for (const RunResult& result : results.runs) runs.push_back(run_json(plan, result));
   out["runs"] = runs;
-  out["timing"] = sweep_timing_json(results.timing);
+  out["timing"] = sweep_timing_json(results.timing, plan.model != nullptr);
   return out;
 }
 
-nlohmann::ordered_json sweep_timing_json(const SweepTiming& timing) {
-  return {{"total_seconds", timing.total_seconds},
-          {"threads", timing.threads},
-          {"worker_seconds",
-           {{"read", timing.read_seconds},
-            {"quantize", timing.quantize_seconds},
-            {"attention", timing.attention_seconds},
-            {"needle", timing.needle_seconds}}}};
+nlohmann::ordered_json sweep_timing_json(const SweepTiming& timing, bool model) {
+  Json out = {{"total_seconds", timing.total_seconds},
+              {"threads", timing.threads},
+              {"worker_seconds",
+               {{"read", timing.read_seconds},
+                {"quantize", timing.quantize_seconds},
+                {"attention", timing.attention_seconds},
+                {"needle", timing.needle_seconds}}}};
+  if (model) out["model_seconds"] = {{"base", timing.model_base_seconds}, {"runs", timing.model_runs_seconds}};
+  return out;
 }
 
 std::string sweep_results_table(const SweepPlan& plan, const SweepResults& results) {
@@ -223,16 +307,22 @@ std::string sweep_results_table(const SweepPlan& plan, const SweepResults& resul
     if (summary == nullptr || !summary->mean) return "-";
     return fmt::format(fmt::runtime(format), *summary->mean);
   };
-  std::string table = fmt::format("{:<{}}  {:<{}}  {:>6}  {:>4}  {:>7}  {:>6}  {:>10}  {:>10}  {:>9}  {:>{}}\n", "k",
+  // With a model block, two end-to-end columns: the perplexity change (%) and the KL divergence.
+  const bool end_to_end = results.end_to_end.has_value();
+  std::string table = fmt::format("{:<{}}  {:<{}}  {:>6}  {:>4}  {:>7}  {:>6}  {:>10}  {:>10}  {:>9}  {:>{}}", "k",
                                   k_width, "v", v_width, "window", "sink", "bits_kv", "ratio", "k_rel_mse", "attn_kl",
                                   "attn_top1", needle_name.empty() ? "needle" : needle_name,
                                   std::max<std::size_t>(needle_name.size(), 6));
+  table += end_to_end ? fmt::format("  {:>10}  {:>10}\n", "dPPL_%", "e2e_kld") : "\n";
   for (const RunResult& result : results.runs) {
-    table += fmt::format("{:<{}}  {:<{}}  {:>6}  {:>4}  {:>7.3f}  {:>6.2f}  {:>10}  {:>10}  {:>9}  {:>{}}\n",
+    table += fmt::format("{:<{}}  {:<{}}  {:>6}  {:>4}  {:>7.3f}  {:>6.2f}  {:>10}  {:>10}  {:>9}  {:>{}}",
                          result.run->k, k_width, result.run->v, v_width, result.run->window, result.run->sink,
                          result.bits.bits_kv, result.bits.compression, cell(result, "k_rel_mse", "{:.4g}"),
                          cell(result, "attn_kl", "{:.4g}"), cell(result, "attn_top1", "{:.4f}"),
                          cell(result, needle_name, "{:.3f}"), std::max<std::size_t>(needle_name.size(), 6));
+    table += end_to_end ? fmt::format("  {:>10}  {:>10}\n", cell(result, "e2e_ppl_delta_pct", "{:+.3f}"),
+                                      cell(result, "e2e_kld", "{:.4g}"))
+                        : "\n";
   }
   return table;
 }

@@ -17,7 +17,9 @@ int synthetic_trial_count(const SweepPlan& plan) {
   return plan.synthetic_needle ? plan.config.metrics.needle_options.synth_trials : 0;
 }
 
-SweepTotals compute_sweep_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing) {
+namespace {
+
+SweepTotals compute_item_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing) {
   const KvDump& dump = *plan.dump;
   const WorkUnits units(plan);
   const SweepItems& items = units.items();
@@ -109,6 +111,20 @@ SweepTotals compute_sweep_totals(const SweepPlan& plan, const SweepOptions& opti
     if (measured[i] && !measured[i]->synthetic.empty()) add_unit_totals(totals, units, std::move(*measured[i]));
   }
   if (stopped) throw SweepStopped();
+  return totals;
+}
+
+}  // namespace
+
+SweepTotals compute_sweep_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing) {
+  timing.threads = resolve_thread_count(options.threads);
+  SweepTotals totals = plan.dump ? compute_item_totals(plan, options, timing) : SweepTotals{};
+  if (plan.model) {
+    totals.end_to_end =
+        run_sweep_end_to_end(*plan.model, plan.config.seeds, options.threads, options.on_model_progress);
+    timing.model_base_seconds = totals.end_to_end->base_seconds;
+    timing.model_runs_seconds = totals.end_to_end->runs_seconds;
+  }
   return totals;
 }
 

@@ -28,6 +28,8 @@ struct SweepOptions {
   int threads = 0;  ///< 0: every core this process may use
   /// Called from a worker after each finished work item: (items done, items in all, layer number being worked on).
   std::function<void(std::size_t done, std::size_t total, int layer)> on_progress;
+  /// With a model block, after each chunk of each pass (the base is pass 0, then every (run, seed)).
+  std::function<void(int pass, int passes, int chunk, int chunks)> on_model_progress;
 
   /// The work units to compute (work_units.h); nullopt: every unit.
   std::optional<std::vector<int>> units;
@@ -54,13 +56,16 @@ struct SweepTiming {
   double quantize_seconds = 0;   ///< encode + decode
   double attention_seconds = 0;  ///< exact and quantized attention metrics
   double needle_seconds = 0;     ///< both needle tests
+  double model_base_seconds = 0;  ///< the model block's base pass
+  double model_runs_seconds = 0;  ///< its passes with quantized caches
   int threads = 1;
 };
 
 /// The totals of every work item and synthetic trial of `plan` (of
-/// `options.units` when given; the others stay not done); `timing` gets the
-/// seconds spent (total_seconds is left to the caller). InputError (naming
-/// file, tensor, sequence, head, token) on bad data; SweepStopped when stopped.
+/// `options.units` when given; the others stay not done), then, with a model
+/// block, its end-to-end passes; `timing` gets the seconds spent (total_seconds
+/// is left to the caller). InputError (naming file, tensor, sequence, head,
+/// token) on bad data; SweepStopped when stopped.
 SweepTotals compute_sweep_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing);
 
 /// The synthetic needle trials a plan measures (0 when the test is off).

@@ -355,10 +355,59 @@ class Summarizer {
   std::vector<ClusterTotals> clusters_;  // per (run, seed)
 };
 
+// Bits of a model's cache from the packed bytes of layers [first, last), window and
+// sink tokens at 16 bits in the effective figure (a prefill leaves each chunk's sinks
+// and last W tokens exact, recent and tail alike), as the offline path counts them.
+RunBits cache_bits(const KvCacheBytes& bytes, std::size_t first, std::size_t last, double exact_share) {
+  double key_bits = 0, value_bits = 0, key_values = 0, value_values = 0;
+  for (std::size_t l = first; l < last; ++l) {
+    key_bits += 8.0 * static_cast<double>(bytes.key[l]);
+    value_bits += 8.0 * static_cast<double>(bytes.value[l]);
+    key_values += static_cast<double>(bytes.key_values[l]);
+    value_values += static_cast<double>(bytes.value_values[l]);
+  }
+  const double effective = (1 - exact_share) * (key_bits + value_bits) + exact_share * 16 * (key_values + value_values);
+  return bits_of(key_bits, value_bits, key_values, value_values, effective);
+}
+
+void add_end_to_end(const SweepPlan& plan, const SweepEndToEnd& end_to_end, SweepResults& results) {
+  results.end_to_end = EndToEndBase{end_to_end.base.perplexity, end_to_end.scored_tokens};
+  const int seeds = static_cast<int>(plan.config.seeds.size());
+  const int ctx = plan.model->options.ctx;
+  for (int run = 0; run < static_cast<int>(results.runs.size()); ++run) {
+    RunResult& result = at(results.runs, run);
+    const auto first = end_to_end.run_seeds.begin() + static_cast<std::ptrdiff_t>(run) * seeds;
+    const std::vector<RunSeedResult> of_run(first, first + seeds);
+    for (const E2eMetricSummary& e2e : summarize_seeds(of_run)) {
+      MetricSummary summary;
+      summary.mean = e2e.mean;
+      summary.standard_error = e2e.se;
+      summary.seed_std = e2e.std;
+      summary.per_seed.assign(e2e.per_seed.begin(), e2e.per_seed.end());
+      result.metrics.emplace_back(e2e.name, std::move(summary));
+    }
+    if (plan.dump) continue;  // the bits are the dump's
+    const ExactTokens exact = result.run->exact(plan.config.metrics.attention_options.window_mode);
+    const double share = static_cast<double>(exact.cached_exact_tokens(ctx, ctx)) / ctx;
+    const KvCacheBytes& bytes = of_run.front().bytes;  // packed sizes do not depend on the seed
+    for (std::size_t layer = 0; layer < bytes.key.size(); ++layer) {
+      result.layer_bits.push_back(cache_bits(bytes, layer, layer + 1, share));
+    }
+    result.bits = cache_bits(bytes, 0, bytes.key.size(), share);
+  }
+}
+
 }  // namespace
 
 SweepResults summarize_sweep(const SweepPlan& plan, const SweepTotals& totals) {
-  return Summarizer(plan, totals).summarize();
+  SweepResults results;
+  if (plan.dump) {
+    results = Summarizer(plan, totals).summarize();
+  } else {
+    for (const PlannedRun& run : plan.runs) results.runs.emplace_back().run = &run;
+  }
+  if (totals.end_to_end) add_end_to_end(plan, *totals.end_to_end, results);
+  return results;
 }
 
 }  // namespace tqlab

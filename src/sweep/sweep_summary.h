@@ -15,6 +15,11 @@
 //     the run's exact tokens count with error 0.
 //   needle: needle_top1@M, needle_weight_ratio@M per margin M (metrics/needle.h), and
 //     needle_synth_weight, needle_synth_out_err (the synthetic test).
+//   end to end, with a model block: e2e_ppl, e2e_ppl_delta_pct, e2e_ln_ppl_ratio, e2e_kld and
+//     its percentiles, e2e_top1, e2e_dp, e2e_dp_rms (metrics/next_token_metrics.h), after the
+//     others; their standard errors are llama.cpp's, over scored tokens (of the seed-averaged
+//     per-token values with several seeds). Without a dump (end-to-end metrics only) the bits
+//     come from the model's cache.
 // Each mean carries its standard error with (layer, kv head) as clusters
 // (metrics/cluster_estimate.h; the synthetic needle's trials are independent
 // clusters). With several seeds each metric is computed per seed; the reported
@@ -61,8 +66,15 @@ struct RunResult {
   Named<std::vector<std::vector<std::optional<double>>>> per_head;  ///< [layer index][head] (per_head only)
 };
 
+/// What a model block's base pass measured, for the results' "e2e" section.
+struct EndToEndBase {
+  ValueAndError perplexity;              ///< PPL of the exact cache, with llama.cpp's standard error
+  std::int64_t scored_tokens = 0;   ///< predictions scored per pass
+};
+
 struct SweepResults {
   std::vector<RunResult> runs;  ///< in plan order
+  std::optional<EndToEndBase> end_to_end;  ///< with a model block
   int needle_trials = 0;        ///< planted-needle trials placed (0 when none could be)
   int needle_trials_measured = 0;  ///< of those, measured: not in a slab that lost tokens, query not
                                    ///< zero, needle plantable (metrics/needle.h)

@@ -117,10 +117,19 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::string& path) {
+  const std::string file = resolve_path(path);
+  const nlohmann::json document = read_json_file(file, kKind);
+  return from_document(document, file, file_sha256(file));
+}
+
+Tokenizer Tokenizer::parse(std::string_view json_text, const std::string& name) {
+  return from_document(parse_json_text(json_text, name, kKind), name, bytes_sha256(json_text));
+}
+
+Tokenizer Tokenizer::from_document(const nlohmann::json& document, const std::string& path, std::string sha256) {
   auto impl = std::make_unique<Impl>();
-  impl->path = resolve_path(path);
-  const nlohmann::json document = read_json_file(impl->path, kKind);
-  impl->sha256 = file_sha256(impl->path);
+  impl->path = path;
+  impl->sha256 = std::move(sha256);
   const JsonReader root(document, impl->path, "", std::string(kKind));
   if (!root.is_object()) root.fail("expected a JSON object, got {}", root.type_name());
   root.allow_only({"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",

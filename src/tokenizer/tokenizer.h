@@ -34,6 +34,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace tqlab {
 
 /// Called now and then while a long text is encoded: bytes of the text done, of total.
@@ -44,6 +46,9 @@ class Tokenizer {
   /// Reads `path`, a tokenizer.json or a folder holding one. InputError naming
   /// the file and the JSON path on any defect or unsupported component.
   static Tokenizer load(const std::string& path);
+  /// The same from the file's text, `name` standing for the file in messages (a fuzz
+  /// target feeds it bytes; tests, documents written in memory).
+  static Tokenizer parse(std::string_view json_text, const std::string& name);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
@@ -86,6 +91,7 @@ class Tokenizer {
  private:
   struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
+  static Tokenizer from_document(const nlohmann::json& document, const std::string& path, std::string sha256);
   std::unique_ptr<Impl> impl_;
 };
 

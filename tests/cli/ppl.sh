@@ -64,8 +64,8 @@ a.pop("timing"); b.pop("timing")
 assert a == b, "documents differ between --threads 1 and 2"
 assert a["schema"] == "tqlab.sweep/1"
 assert a["config"]["model"] == {"path": a["model"]["path"], "tokens": a["config"]["model"]["tokens"], "ctx": 256,
-                                "chunks": 8, "score": "second-half", "bos": False}
-assert a["config"]["metrics"]["e2e"]["window_mode"] == "tail"
+                                "chunks": 8, "score": "second-half", "bos": False, "window_mode": "tail"}
+assert a["config"]["metrics"] == {"reconstruction": False, "attention": False, "needle": False, "per_head": False}
 assert a["model"]["architecture"] == "LlamaForCausalLM"
 assert a["model"]["config_sha256"] == "1eede2dfca3cf502f4c26770bcb36ffeb1ac477877adbe38eced15830d0473a4"
 assert a["model"]["files"] == [{"name": "model.safetensors", "bytes": 12137528,

@@ -1,0 +1,35 @@
+// --tokens FILE | --text FILE [--tokenizer T] [--add-special | --no-add-special]:
+// where tqlab ppl's and tqlab dump's token ids come from (see commands.h).
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace tqlab::cli {
+
+std::optional<bool> TokenSourceFlags::add_special_choice() const {
+  if (add_special) return true;
+  if (no_add_special) return false;
+  return std::nullopt;
+}
+
+void add_token_source_flags(CLI::App& command, TokenSourceFlags& flags) {
+  command.add_option("--tokens", flags.tokens, "Token ids: FILE.npy (1-D integers) or FILE.safetensors:NAME");
+  command.add_option("--text", flags.text,
+                     "A text file, tokenized by the model's tokenizer.json (instead of --tokens)");
+  command.add_option("--tokenizer", flags.tokenizer, "With --text: another tokenizer.json, or a folder holding one");
+  auto* add = command.add_flag("--add-special", flags.add_special, "With --text: add the tokenizer's special tokens");
+  auto* none = command.add_flag("--no-add-special", flags.no_add_special,
+                                "With --text: add none (default: what the tokenizer's post-processor adds)");
+  add->excludes(none);
+}
+
+void check_token_source_flags(const TokenSourceFlags& flags, const char* command) {
+  if (flags.tokens.empty() == flags.text.empty()) fail("{}: give --tokens FILE or --text FILE (one of them)", command);
+  if (!flags.tokenizer.empty() && flags.text.empty()) fail("{}: --tokenizer is for --text", command);
+  if ((flags.add_special || flags.no_add_special) && flags.text.empty()) {
+    fail("{}: --add-special and --no-add-special are for --text", command);
+  }
+}
+
+}  // namespace tqlab::cli

@@ -1,0 +1,68 @@
+// The end-to-end part of a sweep with a "model" block (docs/SWEEP.md#model): a
+// Hugging Face checkpoint run over fixed tokens with an exact KV cache once (the
+// base) and with each run's fake-quantized cache once per seed, every layer's
+// post-RoPE K and V going through the run's specs with the very
+// fake_quantize_rows and contexts {seed, role, layer, kv head} of the offline
+// path (model/kv_hook.h). Per (run, seed) the per-token comparison with the base
+// is kept (model/end_to_end.h); the e2e_* metrics come from it
+// (metrics/next_token_metrics.h).
+//
+// Without "data" the offline metrics are measured on the Q/K/V the model itself
+// produces for the same tokens: the dump `tqlab dump --dtype f32` would write, made
+// in the temporary folder ($TMPDIR, else /tmp), opened, and unlinked at once (the
+// map keeps it readable; nothing is left behind, even after a kill).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "model/e2e_summary.h"
+#include "model/end_to_end.h"
+#include "model/kv_cache_plan.h"
+#include "model/model_tokens.h"
+#include "model/transformer.h"
+#include "sweep/sweep_config.h"
+
+namespace tqlab {
+
+class TensorFile;
+
+struct SweepModel {
+  std::unique_ptr<Checkpoint> checkpoint;
+  std::unique_ptr<Transformer> transformer;
+  ModelIdentity identity;
+  ModelTokens tokens;
+  EndToEndOptions options;
+  int chunks = 0;                     ///< chunks each pass runs
+  std::vector<KvCachePlan> runs;      ///< per config run: its quantizers for the model (seed set per pass)
+};
+
+/// Opens the checkpoint, reads or tokenizes the tokens and resolves every run's
+/// specs for the model, before any compute: InputError naming the config key
+/// ("model.tokens", "runs[2].k") on anything wrong.
+std::unique_ptr<SweepModel> open_sweep_model(const SweepConfig& config);
+
+/// The model's own Q/K/V over the tokens as a KV dump (f32, every layer, one
+/// sequence per chunk), opened from an unlinked temporary file; `identity_bytes`
+/// and `identity_sha256` get the dump's size and sha256.
+std::unique_ptr<TensorFile> model_kv_dump(const SweepModel& model, int threads, std::uint64_t& identity_bytes,
+                                          std::string& identity_sha256);
+
+/// What the end-to-end passes measured: the base, and per (run, seed) its series
+/// and packed bytes (runs outer, seeds inner).
+struct SweepEndToEnd {
+  BaseResult base;
+  std::int64_t scored_tokens = 0;
+  std::vector<RunSeedResult> run_seeds;
+  double base_seconds = 0, runs_seconds = 0;
+};
+
+/// Runs the base and every (run, seed). `on_pass(pass, passes, chunk, chunks)` reports progress.
+SweepEndToEnd run_sweep_end_to_end(SweepModel& model, const std::vector<std::uint64_t>& seeds, int threads,
+                                   const std::function<void(int pass, int passes, int chunk, int chunks)>& on_pass);
+
+}  // namespace tqlab
