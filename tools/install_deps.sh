@@ -13,7 +13,9 @@ packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libeigen3-dev li
   strace
   # The fuzz build (tests/fuzz, tools/fuzz.sh): clang 14 and its libFuzzer runtime
   # (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev: dpkg -S libclang_rt.fuzzer-x86_64.a).
-  clang libclang-rt-14-dev)
+  clang libclang-rt-14-dev
+  # tests/cli/slurm_sweep.sh starts a throwaway single-node Slurm; tools/parallel_sweep.sh uses GNU parallel
+  slurmctld slurmd slurm-client munge parallel)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

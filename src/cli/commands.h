@@ -32,6 +32,7 @@ void setup_codebook(CLI::App& app, int& exit_code);
 void setup_verify_bounds(CLI::App& app, int& exit_code);
 void setup_sweep(CLI::App& app, int& exit_code);
 void setup_diff(CLI::App& app, int& exit_code);
+void setup_merge(CLI::App& app, int& exit_code);
 void setup_report(CLI::App& app, int& exit_code);
 void setup_ppl(CLI::App& app, int& exit_code);
 void setup_dump(CLI::App& app, int& exit_code);

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   tqlab::cli::setup_verify_bounds(app, exit_code);
   tqlab::cli::setup_sweep(app, exit_code);
   tqlab::cli::setup_diff(app, exit_code);
+  tqlab::cli::setup_merge(app, exit_code);
   tqlab::cli::setup_report(app, exit_code);
   tqlab::cli::setup_tokenize(app, exit_code);
   tqlab::cli::setup_ppl(app, exit_code);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <stop_token>
 #include <vector>
 
 #include <fmt/format.h>
@@ -43,7 +44,9 @@ std::string bytes_sha256(std::string_view bytes) {
   return finish_sha256(context);
 }
 
-std::string file_sha256(const std::string& path) {
+std::string file_sha256(const std::string& path) { return file_sha256(path, std::stop_token()); }
+
+std::string file_sha256(const std::string& path, std::stop_token stop) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail("'{}': cannot be read for its sha256: {}", path, std::strerror(errno));
   const std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* owned) {
@@ -54,6 +57,7 @@ std::string file_sha256(const std::string& path) {
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   std::vector<unsigned char> buffer(std::size_t{1} << 20);
   while (true) {
+    if (stop.stop_requested()) fail("'{}': hashing stopped", path);
     const ssize_t got = ::read(fd, buffer.data(), buffer.size());
     if (got < 0) {
       if (errno == EINTR) continue;

@@ -2,6 +2,7 @@
 // hand-written hash).
 #pragma once
 
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -11,6 +12,10 @@ namespace tqlab {
 /// in 1 MiB pieces (page cache, not this process's resident memory).
 /// InputError naming the file when it cannot be read.
 std::string file_sha256(const std::string& path);
+
+/// The same, giving up (InputError "... stopped") between two pieces once `stop`
+/// is requested, so that a job that ends early does not wait for a long file.
+std::string file_sha256(const std::string& path, std::stop_token stop);
 
 /// SHA-256 of `bytes` as 64 lowercase hex digits.
 std::string bytes_sha256(std::string_view bytes);

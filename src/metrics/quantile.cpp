@@ -41,6 +41,26 @@ void UpperQuantile::add(double value) {
   }
 }
 
+void UpperQuantile::add_kept(std::int64_t count, std::span<const double> largest) {
+  if (count < 0 || static_cast<std::int64_t>(largest.size()) > count) {
+    fail("a quantile part of {} values cannot keep {} of them", count, largest.size());
+  }
+  for (double value : largest) add(value);
+  count_ += count - static_cast<std::int64_t>(largest.size());
+}
+
+std::vector<double> UpperQuantile::kept() const {
+  std::vector<double> values;
+  values.reserve(largest_.size());
+  auto heap = largest_;
+  while (!heap.empty()) {
+    values.push_back(heap.top());
+    heap.pop();
+  }
+  std::reverse(values.begin(), values.end());
+  return values;
+}
+
 std::optional<double> UpperQuantile::value() const {
   if (count_ == 0) return std::nullopt;
   // capacity_ is at least count_ - lo for every count_ <= max_count, so the

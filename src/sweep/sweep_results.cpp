@@ -11,6 +11,7 @@
 #include "core/text.h"
 #include "kv/kv_slab.h"
 #include "results/results_document.h"
+#include "sweep/sweep_identity.h"
 #include "tqlab_version.h"
 
 namespace tqlab {
@@ -55,15 +56,18 @@ Json metrics_config_json(const MetricsConfig& metrics) {
 }
 
 // The resolved model block: itself valid in a config (paths as written).
-Json model_config_json(const SweepModelConfig& model) {
+Json model_config_json(const SweepModelConfig& model, const std::string& out_path) {
+  const auto place = [&](const std::string& written, const std::string& resolved) {
+    return json_text(path_for_document(written, resolved, out_path));
+  };
   Json out;
-  out["path"] = json_text(model.path);
+  out["path"] = place(model.path, model.resolved_path);
   if (!model.text.empty()) {
-    out["text"] = json_text(model.text);
-    if (!model.tokenizer.empty()) out["tokenizer"] = json_text(model.tokenizer);
+    out["text"] = place(model.text, model.resolved_text);
+    if (!model.tokenizer.empty()) out["tokenizer"] = place(model.tokenizer, model.resolved_tokenizer);
     if (model.add_special) out["add_special"] = *model.add_special;
   } else {
-    out["tokens"] = json_text(model.tokens);
+    out["tokens"] = place(model.tokens, model.resolved_tokens);
   }
   out["ctx"] = model.ctx;
   out["chunks"] = model.chunks;
@@ -76,7 +80,8 @@ Json data_config_json(const SweepPlan& plan) {
   const SweepConfig& config = plan.config;
   const KvDump& dump = *plan.dump;
   Json data;
-  data["path"] = json_text(config.data.path);  // --data comes from the command line: any bytes
+  // --data comes from the command line: any bytes.
+  data["path"] = json_text(path_for_document(config.data.path, config.data.resolved_path, config.out));
   data["keys"] = config.data.kv.keys;
   data["values"] = config.data.kv.values;
   data["queries"] = config.data.kv.queries.empty() ? Json(nullptr) : Json(config.data.kv.queries);
@@ -88,7 +93,9 @@ Json data_config_json(const SweepPlan& plan) {
   return data;
 }
 
-Json config_json(const SweepPlan& plan) {
+}  // namespace
+
+Json sweep_config_json(const SweepPlan& plan) {
   const SweepConfig& config = plan.config;
   Json runs = Json::array();
   for (const PlannedRun& run : plan.runs) {
@@ -98,7 +105,7 @@ Json config_json(const SweepPlan& plan) {
   out["name"] = config.name;
   if (!config.data.path.empty()) out["data"] = data_config_json(plan);
   if (config.model) {
-    out["model"] = model_config_json(*config.model);
+    out["model"] = model_config_json(*config.model, config.out);
     out["model"]["chunks"] = plan.model->chunks;  // resolved: the count run, whatever the token file holds later
     // The cache's window mode, which metrics.attention also records when attention is measured.
     out["model"]["window_mode"] = std::string(window_mode_name(config.metrics.attention_options.window_mode));
@@ -108,6 +115,8 @@ Json config_json(const SweepPlan& plan) {
   out["seeds"] = config.seeds;
   return out;
 }
+
+namespace {
 
 std::string tensor_dtype(const KvDump& dump, Role role) {
   if (role == Role::query && !dump.has_queries()) return "";
@@ -254,7 +263,7 @@ nlohmann::ordered_json sweep_results_json(const SweepPlan& plan, const SweepResu
   Json out;
   out["schema"] = kSweepSchema;
   out["tqlab"] = {{"version", TQLAB_VERSION}, {"git_commit", TQLAB_GIT_COMMIT}, {"blas", blas_kernels()}};
-  out["config"] = config_json(plan);
+  out["config"] = sweep_config_json(plan);
   if (plan.dump) {
     out["data"] = data_json(plan, results, plan.generated_data.value_or(identity));
     out["needle"] = {{"trials", results.needle_trials},
@@ -268,17 +277,19 @@ nlohmann::ordered_json sweep_results_json(const SweepPlan& plan, const SweepResu
   Json runs = Json::array();
   for (const RunResult& result : results.runs) runs.push_back(run_json(plan, result));
   out["runs"] = runs;
-  const SweepTiming& timing = results.timing;
-  out["timing"] = {{"total_seconds", timing.total_seconds},
-                   {"threads", timing.threads},
-                   {"worker_seconds",
-                    {{"read", timing.read_seconds},
-                     {"quantize", timing.quantize_seconds},
-                     {"attention", timing.attention_seconds},
-                     {"needle", timing.needle_seconds}}}};
-  if (plan.model) {
-    out["timing"]["model_seconds"] = {{"base", timing.model_base_seconds}, {"runs", timing.model_runs_seconds}};
-  }
+  out["timing"] = sweep_timing_json(results.timing, plan.model != nullptr);
+  return out;
+}
+
+nlohmann::ordered_json sweep_timing_json(const SweepTiming& timing, bool model) {
+  Json out = {{"total_seconds", timing.total_seconds},
+              {"threads", timing.threads},
+              {"worker_seconds",
+               {{"read", timing.read_seconds},
+                {"quantize", timing.quantize_seconds},
+                {"attention", timing.attention_seconds},
+                {"needle", timing.needle_seconds}}}};
+  if (model) out["model_seconds"] = {{"base", timing.model_base_seconds}, {"runs", timing.model_runs_seconds}};
   return out;
 }
 

@@ -27,6 +27,14 @@
 
 namespace tqlab {
 
+/// The "config" section: the resolved config, itself a config that reproduces
+/// the results when read from where the document is written (plan.config.out).
+nlohmann::ordered_json sweep_config_json(const SweepPlan& plan);
+
+/// The "timing" section: {"total_seconds", "threads", "worker_seconds": {"read", "quantize",
+/// "attention", "needle"}} and, for a sweep with a model block, "model_seconds": {"base", "runs"}.
+nlohmann::ordered_json sweep_timing_json(const SweepTiming& timing, bool model);
+
 /// The whole results document.
 nlohmann::ordered_json sweep_results_json(const SweepPlan& plan, const SweepResults& results,
                                           const DataIdentity& identity);

@@ -2,10 +2,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <optional>
 
+#include "core/error.h"
 #include "core/index.h"
 #include "core/parallel.h"
 #include "sweep/sweep_item.h"
+#include "sweep/work_units.h"
 
 namespace tqlab {
 
@@ -17,57 +21,96 @@ namespace {
 
 SweepTotals compute_item_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing) {
   const KvDump& dump = *plan.dump;
-  const SweepItems items(dump);
-  const RunSeeds run_seeds{static_cast<int>(plan.runs.size()), static_cast<int>(plan.config.seeds.size())};
-  const int synthetic_trials = synthetic_trial_count(plan);
-  SweepTotals totals =
-      empty_sweep_totals(dump, items, run_seeds, synthetic_trials, plan.attention, plan.config.metrics.per_head);
+  const WorkUnits units(plan);
+  const SweepItems& items = units.items();
+  const RunSeeds& run_seeds = units.run_seeds();
+  SweepTotals totals = empty_sweep_totals(dump, items, run_seeds, units.synthetic_trials(), plan.attention,
+                                          plan.config.metrics.per_head);
+  if (options.add_known_units) options.add_known_units(totals);
   timing.threads = resolve_thread_count(options.threads);
+  const std::size_t keep = kl_values_kept(totals);
 
-  const std::size_t total_work = static_cast<std::size_t>(items.count()) + static_cast<std::size_t>(synthetic_trials);
-  std::atomic<std::size_t> done{0};
-  const auto advance = [&](int layer) {
+  std::vector<char> wanted(static_cast<std::size_t>(units.count()), options.units ? 0 : 1);
+  for (int unit : options.units.value_or(std::vector<int>{})) {
+    if (unit < 0 || unit >= units.count()) throw InternalError("a sweep asked for a unit it does not have");
+    at(wanted, unit) = 1;
+  }
+  std::size_t total_work = 0, known = 0;
+  for (int unit = 0; unit < units.count(); ++unit) {
+    total_work += static_cast<std::size_t>(at(wanted, unit));
+    known += at(wanted, unit) && unit_done(totals, units, unit);
+  }
+  const auto to_compute = [&](int first, int count) {
+    std::vector<int> todo;
+    for (int unit = first; unit < first + count; ++unit) {
+      if (at(wanted, unit) && !unit_done(totals, units, unit)) todo.push_back(unit);
+    }
+    return todo;
+  };
+
+  std::atomic<std::size_t> done{known};
+  std::atomic<bool> stopped{false};
+  std::mutex report_mutex;
+  const auto may_start = [&] {
+    if (!stopped && options.stop_requested && options.stop_requested()) stopped = true;
+    return !stopped;
+  };
+  // Reports a finished unit, then counts it: a unit is "done" once its report returned.
+  const auto finished = [&](const UnitTotals& unit, int layer) {
+    if (options.on_unit_done) {
+      const std::lock_guard lock(report_mutex);
+      try {
+        options.on_unit_done(unit);
+      } catch (...) {
+        stopped = true;  // the others start nothing more; this error is the one reported
+        throw;
+      }
+    }
     const std::size_t now = ++done;
     if (options.on_progress) options.on_progress(now, total_work, layer);
   };
 
   for (int li = 0; li < static_cast<int>(dump.layers().size()); ++li) {
-    const int first = items.first_of_layer(li);
-    std::vector<ItemMeasurement> measured(static_cast<std::size_t>(items.layer_items(li)));
-    parallel_for(measured.size(), timing.threads, [&](std::size_t local, int) {
-      const WorkItem item = items.item(first + static_cast<int>(local));
-      measured[local] = measure_item(plan, run_seeds, item);
-      advance(at(dump.layers(), li).layer);
+    const std::vector<int> todo = to_compute(items.first_of_layer(li), items.layer_items(li));
+    if (todo.empty()) continue;
+    std::vector<std::optional<UnitTotals>> measured(todo.size());
+    std::vector<ItemSeconds> seconds(todo.size());
+    parallel_for(todo.size(), timing.threads, [&](std::size_t i, int) {
+      if (!may_start()) return;
+      ItemMeasurement measurement = measure_item(plan, run_seeds, items.item(todo[i]));
+      seconds[i] = measurement.seconds;
+      measured[i] = item_unit_totals(todo[i], std::move(measurement), keep);
+      finished(*measured[i], at(dump.layers(), li).layer);
     });
     dump.release_layer(li);
-    const KvLayerShape& shape = at(dump.layers(), li);
-    const int group = shape.q_heads > 0 ? shape.q_heads / shape.kv_heads : 0;
-    for (int local = 0; local < static_cast<int>(measured.size()); ++local) {
-      ItemMeasurement& item = at(measured, local);
-      timing.read_seconds += item.seconds.read;
-      timing.quantize_seconds += item.seconds.quantize;
-      timing.attention_seconds += item.seconds.attention;
-      timing.needle_seconds += item.seconds.needle;
-      if (!totals.kl_tails.empty()) {
-        for (int rs = 0; rs < static_cast<int>(item.kl.size()); ++rs) {
-          add_kl_values(at(totals.kl_tails, rs), items.item(first + local), group, at(item.kl, rs));
-        }
-      }
-      at(totals.items, first + local) = std::move(item.totals);
-      item = ItemMeasurement{};  // the item's KL values go now
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      timing.read_seconds += seconds[i].read;
+      timing.quantize_seconds += seconds[i].quantize;
+      timing.attention_seconds += seconds[i].attention;
+      timing.needle_seconds += seconds[i].needle;
+      if (measured[i]) add_unit_totals(totals, units, std::move(*measured[i]));
+      measured[i].reset();  // the item's KL values go now
     }
+    if (stopped) throw SweepStopped();
   }
 
-  if (synthetic_trials > 0) {
-    std::vector<double> seconds(static_cast<std::size_t>(synthetic_trials));
-    parallel_for(static_cast<std::size_t>(synthetic_trials), timing.threads, [&](std::size_t trial, int) {
-      const auto start = std::chrono::steady_clock::now();
-      totals.synthetic[trial] = measure_synthetic_trial(plan, run_seeds, static_cast<int>(trial));
-      seconds[trial] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      advance(-1);
-    });
-    for (double spent : seconds) timing.needle_seconds += spent;
+  const std::vector<int> trials = to_compute(items.count(), units.synthetic_trials());
+  std::vector<std::optional<UnitTotals>> measured(trials.size());
+  std::vector<double> seconds(trials.size());
+  parallel_for(trials.size(), timing.threads, [&](std::size_t i, int) {
+    if (!may_start()) return;
+    const auto start = std::chrono::steady_clock::now();
+    UnitTotals& unit = measured[i].emplace();
+    unit.unit = trials[i];
+    unit.synthetic = measure_synthetic_trial(plan, run_seeds, units.synthetic_trial(trials[i]));
+    seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    finished(unit, -1);
+  });
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    timing.needle_seconds += seconds[i];
+    if (measured[i] && !measured[i]->synthetic.empty()) add_unit_totals(totals, units, std::move(*measured[i]));
   }
+  if (stopped) throw SweepStopped();
   return totals;
 }
 

@@ -58,6 +58,19 @@ expect_contains() {
   done
 }
 
+# same_outside_timing A B: two results documents are byte for byte the same up to their "timing"
+# section (the last one; its seconds differ on every run).
+same_outside_timing() {
+  "$python" - "$1" "$2" <<'PY'
+import json, sys
+def head(path):
+    text = open(path, "rb").read()
+    assert "timing" in json.loads(text), path + " has no timing section"
+    return text[:text.rindex(b'"timing"')]
+sys.exit(0 if head(sys.argv[1]) == head(sys.argv[2]) else 1)
+PY
+}
+
 finish() {
   echo "$checks commands checked, $failures failures"
   [ "$failures" = 0 ]

@@ -1,0 +1,79 @@
+#include "sweep/sweep_identity.h"
+
+#include <condition_variable>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "core/sha256.h"
+#include "sweep/sweep_results.h"
+
+namespace tqlab {
+
+std::string sweep_config_hash(const nlohmann::json& config_section) {
+  nlohmann::json measured = config_section;  // nlohmann::json keeps its keys sorted
+  if (measured.is_object() && measured.contains("data") && measured["data"].is_object()) {
+    measured["data"].erase("path");
+  }
+  return bytes_sha256(measured.dump());
+}
+
+std::string sweep_config_hash(const nlohmann::ordered_json& config_section) {
+  return sweep_config_hash(nlohmann::json::parse(config_section.dump()));
+}
+
+std::string sweep_config_hash(const SweepPlan& plan) { return sweep_config_hash(sweep_config_json(plan)); }
+
+std::string path_for_document(const std::string& written, const std::string& resolved, const std::string& out) {
+  namespace fs = std::filesystem;
+  // As the user wrote it: an absolute path stays absolute, a relative one stays relative.
+  if (fs::path(written).is_absolute() || out.empty()) return resolved;
+  std::error_code error;
+  const fs::path folder = fs::absolute(fs::path(out), error).parent_path();
+  const fs::path target = fs::absolute(fs::path(resolved), error);
+  if (error) return resolved;
+  const fs::path relative = target.lexically_normal().lexically_relative(folder.lexically_normal());
+  return relative.empty() ? resolved : relative.string();
+}
+
+struct DataDigest::State {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::optional<std::string> digest;
+  std::exception_ptr error;
+};
+
+DataDigest::DataDigest(std::string path) : state_(std::make_unique<State>()) {
+  thread_ = std::jthread([state = state_.get(), path = std::move(path)](std::stop_token stop) {
+    std::optional<std::string> digest;
+    std::exception_ptr error;
+    try {
+      digest = file_sha256(path, stop);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    const std::lock_guard lock(state->mutex);
+    state->digest = std::move(digest);
+    state->error = error;
+    state->changed.notify_all();
+  });
+}
+
+DataDigest::~DataDigest() = default;  // thread_ (declared last) asks the hashing to stop and joins first
+
+bool DataDigest::ready() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->digest || state_->error;
+}
+
+const std::string& DataDigest::get() {
+  std::unique_lock lock(state_->mutex);
+  state_->changed.wait(lock, [&] { return state_->digest || state_->error; });
+  if (state_->error) std::rethrow_exception(state_->error);
+  return *state_->digest;
+}
+
+}  // namespace tqlab

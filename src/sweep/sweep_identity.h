@@ -1,0 +1,59 @@
+// What identifies a sweep and its data across processes, machines and time:
+// the config's hash, the data file's identity (DataIdentity, sweep_results.h)
+// and where a document says the data is.
+//
+// Config hash: the sha256 of the resolved config as the results document
+// writes it ("config", sweep_results.h), as compact JSON with every object's
+// keys sorted (so a document read back in any key order hashes the same), and
+// "data.path" left out (the data's identity is its sha256, checked on its own, and two nodes
+// may see one file under two paths). Two runs with one hash measure the same
+// runs, seeds, metrics and layers of the same tensors; shards, journals and
+// merges are matched by it.
+//
+// The config a document carries is itself a config, read as if it lived where
+// the document does: its data and model paths are relative to the document's folder (or
+// absolute when the config or --data gave an absolute path).
+#pragma once
+
+#include <stop_token>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "sweep/sweep_config.h"
+#include "sweep/sweep_plan.h"
+
+namespace tqlab {
+
+/// The hash of a document's "config" section (see above), 64 hex digits.
+std::string sweep_config_hash(const nlohmann::json& config_section);
+std::string sweep_config_hash(const nlohmann::ordered_json& config_section);
+/// The hash of the config section `plan` writes.
+std::string sweep_config_hash(const SweepPlan& plan);
+
+/// A path of the config (`written`, resolved to `resolved`) as a document written to
+/// `out` records it: relative to the output's folder, or absolute when `written` is.
+std::string path_for_document(const std::string& written, const std::string& resolved, const std::string& out);
+
+/// The sha256 of a file, computed on a thread of its own while the sweep runs.
+/// Destroying it stops the hashing early (a stopped job does not wait for it).
+class DataDigest {
+ public:
+  explicit DataDigest(std::string path);
+  ~DataDigest();
+  DataDigest(const DataDigest&) = delete;
+  DataDigest& operator=(const DataDigest&) = delete;
+
+  /// Whether get() would return at once.
+  bool ready() const;
+  /// Waits for the digest; the hashing's InputError (file unreadable) is thrown here.
+  const std::string& get();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+  std::jthread thread_;
+};
+
+}  // namespace tqlab
