@@ -269,5 +269,58 @@ TEST(SweepResume, StoppedThenResumedFromItsJournalGivesTheDocumentOfOneRun) {
   }
 }
 
+// The same for a model block's units (base and (run, seed) per chunk), on the bundled model.
+TEST(SweepResume, AModelBlockStoppedThenResumedGivesTheDocumentOfOneRun) {
+  io_test::ScratchDir scratch;
+  {
+    std::ofstream text(scratch.file("text.txt"), std::ios::binary);
+    for (int i = 0; i < 40; ++i) text << "Once upon a time there was a little model that measured its cache. ";
+  }
+  const nlohmann::json config = {
+      {"model", {{"path", std::string(TQLAB_SOURCE_DIR) + "/data/tinyllama_hf"}, {"text", "text.txt"}, {"ctx", 64},
+                 {"chunks", 3}}},
+      {"grid", {{"k", {"tq:b=3,nc", "tq:b=2"}}, {"v", {"tq:b=3,nc"}}}},
+      {"seeds", {0, 1}},
+      {"metrics", {{"reconstruction", false}, {"attention", false}, {"needle", false}}}};
+  const std::string config_path = scratch.file("c.json");
+  const std::string expected = sweep_test::results_text(sweep_test::run_config(config, config_path, 2));
+  const SweepPlan plan = plan_sweep(parse_sweep_config(config, config_path));
+  const WorkUnits work(plan);
+  ASSERT_EQ(work.count(), 3 + 2 * 2 * 3);  // a base and every (run, seed) per chunk
+  ASSERT_EQ(work.kind(work.first_model_unit()), UnitKind::model_base);
+  const JournalIdentity identity{sweep_config_hash(plan), "", 0, work.count()};
+  const std::string path = scratch.file("out.json.journal");
+  for (int stop_after : {1, 4, work.count() - 1}) {
+    SCOPED_TRACE(stop_after);
+    std::remove(path.c_str());
+    {
+      JournalContents found;
+      SweepJournal journal(path, identity, false, found);
+      SweepOptions options;
+      options.threads = 1;
+      int reported = 0;
+      options.on_unit_done = [&](const UnitTotals& unit) {
+        journal.append_unit(unit);
+        ++reported;
+      };
+      options.stop_requested = [&] { return reported >= stop_after; };
+      SweepTiming timing;
+      EXPECT_THROW(compute_sweep_totals(plan, options, timing), SweepStopped);
+      EXPECT_EQ(reported, stop_after);
+    }
+    JournalContents found;
+    SweepJournal journal(path, identity, true, found);
+    ASSERT_EQ(found.units.size(), static_cast<std::size_t>(stop_after));
+    SweepOptions options;
+    options.threads = 2;
+    options.add_known_units = [&](SweepTotals& totals) {
+      for (UnitTotals& unit : found.units) add_unit_totals(totals, work, std::move(unit));
+    };
+    sweep_test::SweepRun resumed{plan_sweep(parse_sweep_config(config, config_path)), {}};
+    resumed.results = run_sweep(resumed.plan, options);
+    EXPECT_EQ(sweep_test::results_text(resumed), expected);
+  }
+}
+
 }  // namespace
 }  // namespace tqlab

@@ -133,9 +133,8 @@ int run_ppl_command(const PplCommandOptions& options) {
   ProgressLine progress("ppl", !options.quiet);
   SweepOptions sweep_options;
   sweep_options.threads = options.threads;
-  sweep_options.on_model_progress = [&](int pass, int passes, int chunk, int chunks) {
-    progress.update(static_cast<std::size_t>(pass) * chunks + chunk, static_cast<std::size_t>(passes) * chunks,
-                    fmt::format("{} chunk {}/{}", pass == 0 ? "base" : "run", chunk, chunks));
+  sweep_options.on_progress = [&](std::size_t done, std::size_t total, int) {
+    progress.update(done, total, "base and runs, chunk by chunk");
   };
   const SweepResults results = run_sweep(plan, sweep_options);
   progress.finish();

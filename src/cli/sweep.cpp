@@ -6,7 +6,6 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
-#include <future>
 
 #include <CLI/CLI.hpp>
 
@@ -18,7 +17,6 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/sha256.h"
 #include "core/stop_signals.h"
 #include "core/text.h"
 #include "metrics/needle.h"
@@ -64,13 +62,10 @@ std::string resume_command(const SweepCommandOptions& options, const std::string
   return command + " --resume";
 }
 
-// Progress of a model block's passes: the base is pass 0, then every (run, seed).
-void report_model_progress(SweepOptions& sweep_options, ProgressLine& progress) {
-  sweep_options.on_model_progress = [&progress](int pass, int passes, int chunk, int chunks) {
-    progress.update(static_cast<std::size_t>(pass) * chunks + chunk, static_cast<std::size_t>(passes) * chunks,
-                    pass == 0 ? fmt::format("model base, chunk {}/{}", chunk, chunks)
-                              : fmt::format("model pass {}/{}, chunk {}/{}", pass, passes - 1, chunk, chunks));
-  };
+// What the progress line says a unit is of.
+std::string unit_label(int layer) {
+  if (layer == kModelProgress) return "model";
+  return layer >= 0 ? fmt::format("layer {}", layer) : std::string("synthetic needle");
 }
 
 void warn_unmeasured_needles(const SweepResults& results) {
@@ -79,45 +74,6 @@ void warn_unmeasured_needles(const SweepResults& results) {
               "a query so short that its needle would be over {}x the longest key; 'needle.unmeasured_trials')",
               results.needle_trials - results.needle_trials_measured, results.needle_trials, kMaxPlantedKeyNormRatio);
   }
-}
-
-// A sweep with a model block: run whole, no journal (its end-to-end passes are not work units yet).
-int run_model_sweep(const SweepPlan& plan, const SweepCommandOptions& options) {
-  // Opening the output now proves the folder writable before any compute.
-  AtomicFileWriter writer(plan.config.out);
-  const std::string data_path = plan.config.data.resolved_path;
-  auto digest = std::async(std::launch::async, [data_path] { return data_path.empty() ? "" : file_sha256(data_path); });
-  ProgressLine progress(fmt::format("sweep {}", plan.config.name), !options.quiet);
-  SweepOptions sweep_options;
-  sweep_options.threads = options.threads;
-  sweep_options.on_progress = [&](std::size_t done, std::size_t total, int layer) {
-    progress.update(done, total, layer >= 0 ? fmt::format("layer {}", layer) : std::string("synthetic needle"));
-  };
-  report_model_progress(sweep_options, progress);
-  if (!options.quiet) {
-    if (plan.dump) {
-      log::info("sweep '{}': {} runs x {} seeds over {} layers of '{}'", plan.config.name, plan.runs.size(),
-                plan.config.seeds.size(), plan.dump->layers().size(),
-                plan.generated_data ? "the model's own Q/K/V" : plan.config.data.path);
-    }
-    log::info("sweep '{}': {} runs x {} seeds end to end through '{}' ({} chunks of {} tokens)", plan.config.name,
-              plan.runs.size(), plan.config.seeds.size(), plan.config.model->path, plan.model->chunks,
-              plan.model->options.ctx);
-  }
-  const SweepResults results = run_sweep(plan, sweep_options);
-  progress.finish();
-  warn_unmeasured_needles(results);
-  DataIdentity identity;
-  if (!data_path.empty()) identity.bytes = std::filesystem::file_size(data_path);
-  identity.sha256 = digest.get();
-  writer.write(sweep_results_json(plan, results, identity).dump(1) + "\n");
-  writer.commit();
-  fmt::print("{}", sweep_results_table(plan, results));
-  if (!options.quiet) {
-    log::info("wrote {} ({} runs, {:.1f} s on {} threads)", plan.config.out, results.runs.size(),
-              results.timing.total_seconds, results.timing.threads);
-  }
-  return kExitOk;
 }
 
 int run_sweep_command(const SweepCommandOptions& options) {
@@ -152,11 +108,6 @@ int run_sweep_command(const SweepCommandOptions& options) {
   // From here on SIGINT and SIGTERM stop the sweep between units (core/stop_signals.h).
   const StopSignals stop_signals;
 
-  if (config.model && (job_spec.shard || job_spec.resume)) {
-    fail("sweep: {} is not available yet for a sweep with a \"model\" block ('{}'): run it whole, or sweep "
-         "its dump (tqlab dump) without the block",
-         job_spec.shard ? "--shard" : "--resume", options.config);
-  }
   SweepPlan planned = plan_sweep(std::move(config), PlanOptions{options.threads});
   apply_recorded_origins(source, planned);
   const SweepPlan& plan = planned;
@@ -166,7 +117,6 @@ int run_sweep_command(const SweepCommandOptions& options) {
     said.push_back(warning);
     log::warn("{}", warning);
   }
-  if (plan.model) return run_model_sweep(plan, options);
   // The journal beside the output proves the folder writable before any compute.
   SweepJob job(plan, job_spec);
   const std::string what = job_spec.shard ? fmt::format("shard {}", job_spec.shard->text()) : std::string("sweep");
@@ -185,13 +135,22 @@ int run_sweep_command(const SweepCommandOptions& options) {
   SweepOptions sweep_options;
   sweep_options.threads = options.threads;
   sweep_options.on_progress = [&](std::size_t done, std::size_t total, int layer) {
-    progress.update(done, total, layer >= 0 ? fmt::format("layer {}", layer) : std::string("synthetic needle"));
+    progress.update(done, total, unit_label(layer));
   };
   job.attach(sweep_options, [] { return StopSignals::received() != 0; });
   if (!options.quiet) {
-    log::info("sweep '{}'{}: {} runs x {} seeds over {} layers of '{}'", plan.config.name,
-              job_spec.shard ? fmt::format(" shard {} ({} units)", job_spec.shard->text(), job.units()) : "",
-              plan.runs.size(), plan.config.seeds.size(), plan.dump->layers().size(), plan.config.data.path);
+    const std::string part =
+        job_spec.shard ? fmt::format(" shard {} ({} units)", job_spec.shard->text(), job.units()) : "";
+    if (plan.dump) {
+      log::info("sweep '{}'{}: {} runs x {} seeds over {} layers of '{}'", plan.config.name, part, plan.runs.size(),
+                plan.config.seeds.size(), plan.dump->layers().size(),
+                plan.generated_data ? "the model's own Q/K/V" : plan.config.data.path);
+    }
+    if (plan.model) {
+      log::info("sweep '{}'{}: {} runs x {} seeds end to end through '{}' ({} chunks of {} tokens)", plan.config.name,
+                part, plan.runs.size(), plan.config.seeds.size(), plan.config.model->path, plan.model->chunks,
+                plan.model->options.ctx);
+    }
   }
   SweepResults results;
   SweepTotals shard_totals;

@@ -65,7 +65,7 @@ EndToEndSession::EndToEndSession(const Transformer& model, std::vector<std::int3
         const NextTokenDistribution next = next_token_distribution(
             config.vocab_size, base_logits_.data() + static_cast<std::ptrdiff_t>(r) * config.vocab_size,
             ids[static_cast<std::size_t>(position + 1)], scratch);
-        if (!next.finite) nonfinite(model.checkpoint().dir(), chunk, position);
+        if (!next.finite) nonfinite(model.checkpoint().dir(), options_.first_chunk + chunk, position);
         base_.nll.push_back(next.nll);
       }
     }
@@ -94,7 +94,8 @@ RunSeedResult EndToEndSession::run(const KvCacheQuantization& cache) {
     forward_options.first_output = first_scored_;
     forward_options.cache = &cache;
     forward_options.bytes = &result.bytes;
-    forward_options.where = fmt::format("model '{}', chunk {}", model_->checkpoint().dir(), chunk);
+    forward_options.where =
+        fmt::format("model '{}', chunk {}", model_->checkpoint().dir(), options_.first_chunk + chunk);
     forward(*model_, ids, forward_options, workspace_, workers_, out.data());
     compare_chunk(chunk, out.data(), result.series);
     if (options_.on_chunk) options_.on_chunk(chunk + 1, chunks_, options_.ctx);
@@ -122,7 +123,7 @@ void EndToEndSession::compare_chunk(int chunk, const float* hidden, NextTokenSer
     });
     for (int r = 0; r < rows; ++r) {
       if (!block[static_cast<std::size_t>(r)].finite)
-        nonfinite(model_->checkpoint().dir(), chunk, first_scored_ + first + r);
+        nonfinite(model_->checkpoint().dir(), options_.first_chunk + chunk, first_scored_ + first + r);
       series.add(block[static_cast<std::size_t>(r)]);
     }
   }

@@ -45,6 +45,7 @@ struct EndToEndOptions {
   Scoring scoring = Scoring::second_half;
   bool bos = false;
   int threads = 0;
+  int first_chunk = 0;  ///< the number messages give the first chunk (a session over one chunk of many)
   ChunkOptionNames names;  ///< how the options are named in messages
   /// After each chunk of the base and of every run: (chunks done, chunks in this pass, tokens of a chunk).
   std::function<void(int done, int total, int ctx)> on_chunk;

@@ -66,6 +66,10 @@ SweepTiming read_timing(const JsonReader& reader) {
   timing.quantize_seconds = workers.at("quantize").as_number();
   timing.attention_seconds = workers.at("attention").as_number();
   timing.needle_seconds = workers.at("needle").as_number();
+  if (const auto model = reader.find("model_seconds")) {
+    timing.model_base_seconds = model->at("base").as_number();
+    timing.model_runs_seconds = model->at("runs").as_number();
+  }
   return timing;
 }
 
@@ -145,22 +149,36 @@ nlohmann::ordered_json shard_document_json(const SweepPlan& plan, const ShardSpe
   for (const PlannedRun& run : plan.runs) origins.push_back(json_text(run.origin));
   out["origins"] = origins;
   out["data"] = {{"path", json_text(plan.config.data.path)}, {"bytes", data.bytes}, {"sha256", data.sha256}};
-  out["model"] = nullptr;
+  out["model"] = plan.model ? Json{{"path", json_text(plan.model->identity.path)},
+                                   {"config_sha256", plan.model->identity.config_sha256},
+                                   {"chunks", plan.model->chunks}}
+                            : Json(nullptr);
   Json holds = Json::array();
   for (const auto& [first, last] : unit_ranges(held)) holds.push_back({first, last});
   out["work"] = {{"units", units.count()},
                  {"items", units.items().count()},
                  {"synthetic_trials", units.synthetic_trials()},
                  {"run_seeds", units.run_seeds().count()},
+                 {"model_chunks", units.model_chunks()},
                  {"holds", holds}};
   Json unit_list = Json::array();
   for (int unit : held) {
     UnitTotals totals_of_unit;
     totals_of_unit.unit = unit;
-    if (units.kind(unit) == UnitKind::synthetic_trial) {
-      totals_of_unit.synthetic = at(totals.synthetic, units.synthetic_trial(unit));
-    } else {
-      totals_of_unit.item = at(totals.items, unit);
+    switch (units.kind(unit)) {
+      case UnitKind::synthetic_trial:
+        totals_of_unit.synthetic = at(totals.synthetic, units.synthetic_trial(unit));
+        break;
+      case UnitKind::model_base:
+        totals_of_unit.base_nll = *at(totals.end_to_end->base_nll, units.model_chunk(unit));
+        break;
+      case UnitKind::model_run:
+        totals_of_unit.model_run =
+            at(totals.end_to_end->runs, units.model_run_seed(unit) * units.model_chunks() + units.model_chunk(unit));
+        break;
+      case UnitKind::item:
+        totals_of_unit.item = at(totals.items, unit);
+        break;
     }
     unit_list.push_back(unit_totals_json(totals_of_unit, false));
   }
@@ -170,7 +188,7 @@ nlohmann::ordered_json shard_document_json(const SweepPlan& plan, const ShardSpe
     for (const KlTailsPart& part : kl_tails_parts(totals)) tails.push_back(kl_tails_json(part));
     out["kl_tails"] = tails;
   }
-  out["timing"] = sweep_timing_json(timing, false);
+  out["timing"] = sweep_timing_json(timing, plan.model != nullptr);
   return out;
 }
 
@@ -208,6 +226,7 @@ ShardDocument read_shard_document(const std::string& path) {
   shard.items = read_count(work.at("items"));
   shard.synthetic_trials = read_count(work.at("synthetic_trials"));
   shard.run_seeds = read_count(work.at("run_seeds"));
+  shard.model_chunks = read_count(work.at("model_chunks"));
   for (const JsonReader& range : work.at("holds").elements()) {
     const std::vector<JsonReader> ends = range.elements();
     if (ends.size() != 2) range.fail("expected [first, last]");

@@ -10,10 +10,11 @@
 //            this file's folder,
 //  "origins": [per run: where the config asked for it, for the results],
 //  "data": {"path": as the sweep was given it, "bytes", "sha256"},
-//  "model": null (the identity of an end-to-end model, when the sweep has one),
+//  "model": null, or with a model block {"path", "config_sha256", "chunks"}
+//           (what it is; its identity is in "data", sweep_identity.h),
 //  "work": {"units": units of the whole sweep, "items", "synthetic_trials",
-//           "run_seeds", "holds": [[first, last], ...] the units held, as
-//           inclusive ranges, ascending},
+//           "run_seeds", "model_chunks", "holds": [[first, last], ...] the
+//           units held, as inclusive ranges, ascending},
 //  "units": [every unit held, ascending: totals_json.h's form, without "kl"],
 //  "kl_tails": [per (run, seed): {"all": tail, "layers": [per layer index: tail],
 //               "heads": [per layer index: [per q head: tail]] (per_head only)}]
@@ -57,7 +58,7 @@ struct ShardDocument {
   std::string data_path;  ///< "data.path"
   DataIdentity data;
   std::string version, git_commit;
-  int units = 0, items = 0, synthetic_trials = 0, run_seeds = 0;
+  int units = 0, items = 0, synthetic_trials = 0, run_seeds = 0, model_chunks = 0;
   std::vector<int> held;                ///< ascending
   std::vector<UnitTotals> unit_totals;  ///< in `held` order
   std::vector<KlTailsPart> kl_tails;    ///< per (run, seed); empty without attention

@@ -18,6 +18,10 @@ std::string sweep_config_hash(const nlohmann::json& config_section) {
   if (measured.is_object() && measured.contains("data") && measured["data"].is_object()) {
     measured["data"].erase("path");
   }
+  // Paths are relative to where a document lies; what they hold is the data's identity.
+  if (measured.is_object() && measured.contains("model") && measured["model"].is_object()) {
+    for (const char* key : {"path", "tokens", "text", "tokenizer"}) measured["model"].erase(key);
+  }
   return bytes_sha256(measured.dump());
 }
 
@@ -26,6 +30,45 @@ std::string sweep_config_hash(const nlohmann::ordered_json& config_section) {
 }
 
 std::string sweep_config_hash(const SweepPlan& plan) { return sweep_config_hash(sweep_config_json(plan)); }
+
+namespace {
+
+DataIdentity model_only_identity(std::uint64_t bytes, const std::vector<std::string>& digests) {
+  std::string lines;
+  for (const std::string& digest : digests) lines += digest + "\n";
+  return {bytes, bytes_sha256(lines)};
+}
+
+}  // namespace
+
+std::optional<DataIdentity> model_input_identity(const SweepPlan& plan) {
+  if (!plan.config.data.resolved_path.empty()) return std::nullopt;
+  if (plan.generated_data) return plan.generated_data;
+  const SweepModel& model = *plan.model;
+  std::uint64_t bytes = 0;
+  std::vector<std::string> digests{model.identity.config_sha256};
+  for (const WeightFileIdentity& file : model.identity.files) {
+    bytes += file.bytes;
+    digests.push_back(file.sha256);
+  }
+  digests.push_back(model.tokens.sha256);
+  digests.push_back(model.tokens.tokenizer_sha256);
+  return model_only_identity(bytes, digests);
+}
+
+DataIdentity model_input_identity(const nlohmann::json& results) {
+  const nlohmann::json& model = results.at("model");
+  std::uint64_t bytes = 0;
+  std::vector<std::string> digests{model.at("config_sha256").get<std::string>()};
+  for (const nlohmann::json& file : model.at("files")) {
+    bytes += file.at("bytes").get<std::uint64_t>();
+    digests.push_back(file.at("sha256").get<std::string>());
+  }
+  const nlohmann::json& tokens = results.at("tokens");
+  digests.push_back(tokens.at("sha256").get<std::string>());
+  digests.push_back(tokens.contains("tokenizer") ? tokens.at("tokenizer").at("sha256").get<std::string>() : "");
+  return model_only_identity(bytes, digests);
+}
 
 std::string path_for_document(const std::string& written, const std::string& resolved, const std::string& out) {
   namespace fs = std::filesystem;

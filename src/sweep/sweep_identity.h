@@ -5,16 +5,18 @@
 // Config hash: the sha256 of the resolved config as the results document
 // writes it ("config", sweep_results.h), as compact JSON with every object's
 // keys sorted (so a document read back in any key order hashes the same), and
-// "data.path" left out (the data's identity is its sha256, checked on its own, and two nodes
-// may see one file under two paths). Two runs with one hash measure the same
+// the paths left out ("data.path", "model.path", ".tokens", ".text",
+// ".tokenizer"): the data's identity is its sha256, checked on its own, and two
+// nodes may see one file under two paths. Two runs with one hash measure the same
 // runs, seeds, metrics and layers of the same tensors; shards, journals and
 // merges are matched by it.
 //
 // The config a document carries is itself a config, read as if it lived where
-// the document does: its data and model paths are relative to the document's folder (or
-// absolute when the config or --data gave an absolute path).
+// the document does: its data and model paths are relative to the document's
+// folder (or absolute when the config or --data gave an absolute path).
 #pragma once
 
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -35,6 +37,17 @@ std::string sweep_config_hash(const SweepPlan& plan);
 /// A path of the config (`written`, resolved to `resolved`) as a document written to
 /// `out` records it: relative to the output's folder, or absolute when `written` is.
 std::string path_for_document(const std::string& written, const std::string& resolved, const std::string& out);
+
+/// What identifies the inputs of a sweep that reads no data file: the dump its
+/// model block made (its size and sha256) or, without a dump (end to end only),
+/// the model and its tokens: the weights' bytes, and the sha256 of the
+/// config's, every weight file's, the tokens' and the tokenizer's sha256, one
+/// per line. nullopt for a sweep of a data file.
+std::optional<DataIdentity> model_input_identity(const SweepPlan& plan);
+
+/// The same, from a results document's "model" and "tokens" sections (of a
+/// sweep without a dump).
+DataIdentity model_input_identity(const nlohmann::json& results);
 
 /// The sha256 of a file, computed on a thread of its own while the sweep runs.
 /// Destroying it stops the hashing early (a stopped job does not wait for it).

@@ -24,6 +24,8 @@ struct WorkItem {
 class SweepItems {
  public:
   explicit SweepItems(const KvDump& dump);
+  /// No items: a sweep without a dump (a model block measuring end to end only).
+  SweepItems() = default;
 
   /// Items of every layer.
   int count() const { return count_; }
@@ -40,7 +42,7 @@ class SweepItems {
   int q_unit(int layer_index, int q_head) const;
 
  private:
-  const KvDump* dump_;
+  const KvDump* dump_ = nullptr;
   std::vector<int> item_offset_, cluster_offset_, q_offset_;  // per layer index
   int count_ = 0, clusters_ = 0, q_units_ = 0;
 };

@@ -42,9 +42,14 @@ SweepJob::SweepJob(const SweepPlan& plan, const SweepJobSpec& spec) : plan_(plan
   selection_size_ = spec.shard ? selection_.size() : static_cast<std::size_t>(work_.count());
   config_hash_ = sweep_config_hash(plan);
   std::error_code error;
-  data_bytes_ = std::filesystem::file_size(data_path, error);
-  if (error) fail("'{}': cannot read its size: {}", data_path, error.message());
-  digest_ = std::make_unique<DataDigest>(data_path);
+  known_data_ = model_input_identity(plan);
+  if (known_data_) {
+    data_bytes_ = known_data_->bytes;
+  } else {
+    data_bytes_ = std::filesystem::file_size(data_path, error);
+    if (error) fail("'{}': cannot read its size: {}", data_path, error.message());
+    digest_ = std::make_unique<DataDigest>(data_path);
+  }
   journal_path_ = SweepJournal::path_for(out);
   const JournalIdentity identity{config_hash_, plan.config.data.path, data_bytes_, work_.count()};
 
@@ -126,15 +131,17 @@ void SweepJob::attach(SweepOptions& options, std::function<bool()> stop) {
   options.on_unit_done = [this](const UnitTotals& unit) {
     journal_->append_unit(unit);
     ++journalled_;
-    if (!sha256_journalled_ && digest_->ready()) {
-      journal_->append_data_sha256(digest_->get());
+    if (!sha256_journalled_ && (known_data_ || digest_->ready())) {
+      journal_->append_data_sha256(data_identity().sha256);
       sha256_journalled_ = true;
     }
   };
   options.stop_requested = std::move(stop);
 }
 
-DataIdentity SweepJob::data_identity() { return {data_bytes_, digest_->get()}; }
+DataIdentity SweepJob::data_identity() {
+  return known_data_ ? *known_data_ : DataIdentity{data_bytes_, digest_->get()};
+}
 
 void SweepJob::write_shard(const SweepTotals& totals, const SweepTiming& timing) {
   const DataIdentity data = data_identity();

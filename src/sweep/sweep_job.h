@@ -58,7 +58,8 @@ class SweepJob {
   /// Sets options.units, add_known_units, on_unit_done and stop_requested (from `stop`).
   void attach(SweepOptions& options, std::function<bool()> stop);
 
-  /// The data's size and sha256 (waits for the hash).
+  /// The data's size and sha256 (waits for the hash); without a data file, the
+  /// model dump's or the model's and tokens' (sweep_identity.h).
   DataIdentity data_identity();
 
   /// Writes the shard document (a shard job) from the totals.
@@ -77,7 +78,8 @@ class SweepJob {
   std::size_t selection_size_ = 0;
   std::string config_hash_;
   std::uint64_t data_bytes_ = 0;
-  std::unique_ptr<DataDigest> digest_;
+  std::optional<DataIdentity> known_data_;  // a sweep without a data file (sweep_identity.h)
+  std::unique_ptr<DataDigest> digest_;      // of the data file, otherwise
   std::string journal_path_;
   std::unique_ptr<SweepJournal> journal_;
   std::vector<UnitTotals> known_units_;

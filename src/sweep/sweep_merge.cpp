@@ -61,6 +61,15 @@ SweepPlan plan_of(const ShardDocument& shard, const std::string& out) {
         "tqlab {}?)",
         printable(shard.path), short_hash(hash), short_hash(shard.config_hash), shard.version);
   }
+  if (const std::optional<DataIdentity> model = model_input_identity(plan)) {
+    // The model block's own dump, made again here, or its weights and tokens.
+    if (*model != shard.data) {
+      fail("merge: the model and tokens the shards name now give sha256 {} ({} bytes), the shards measured {} ({} "
+           "bytes)",
+           short_hash(model->sha256), model->bytes, short_hash(shard.data.sha256), shard.data.bytes);
+    }
+    return plan;
+  }
   std::error_code error;
   const std::uint64_t bytes = std::filesystem::file_size(plan.config.data.resolved_path, error);
   if (error || bytes != shard.data.bytes) {
@@ -174,8 +183,7 @@ MergedSweep merge_shards(const std::vector<std::string>& paths, const std::strin
   }
 
   const SweepPlan& plan = merged.plan;
-  merged.totals = empty_sweep_totals(*plan.dump, units.items(), units.run_seeds(), units.synthetic_trials(),
-                                     plan.attention, plan.config.metrics.per_head);
+  merged.totals = empty_plan_totals(plan, units);
   for (ShardDocument& shard : shards) {
     const std::string what = fmt::format("merge: {}", name_of(shard));
     try {
@@ -196,6 +204,8 @@ MergedSweep merge_shards(const std::vector<std::string>& paths, const std::strin
     merged.timing.quantize_seconds += shard.timing.quantize_seconds;
     merged.timing.attention_seconds += shard.timing.attention_seconds;
     merged.timing.needle_seconds += shard.timing.needle_seconds;
+    merged.timing.model_base_seconds += shard.timing.model_base_seconds;
+    merged.timing.model_runs_seconds += shard.timing.model_runs_seconds;
     merged.timing.threads = std::max(merged.timing.threads, shard.timing.threads);
   }
   merged.data = shards[reference].data;

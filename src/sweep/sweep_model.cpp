@@ -1,6 +1,5 @@
 #include "sweep/sweep_model.h"
 
-#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "metrics/next_token_metrics.h"
 #include "core/sha256.h"
 #include "io/tensor_file.h"
 #include "model/kv_dump_writer.h"
@@ -94,35 +94,58 @@ std::unique_ptr<TensorFile> model_kv_dump(const SweepModel& model, int threads, 
   return file;  // the file's name goes with `temporary`; its map stays readable
 }
 
-SweepEndToEnd run_sweep_end_to_end(SweepModel& model, const std::vector<std::uint64_t>& seeds, int threads,
-                                   const std::function<void(int pass, int passes, int chunk, int chunks)>& on_pass) {
-  using Clock = std::chrono::steady_clock;
-  const auto since = [](Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-  };
-  const int passes = 1 + static_cast<int>(model.runs.size() * seeds.size());
-  int pass = 0;
-  EndToEndOptions options = model.options;
-  options.threads = threads;
-  options.on_chunk = [&](int done, int total, int) {
-    if (on_pass) on_pass(pass, passes, done, total);
-  };
+EndToEndTotals empty_end_to_end_totals(const SweepModel& model, int run_seeds) {
+  EndToEndTotals totals;
+  totals.chunks = model.chunks;
+  const int ctx = model.options.ctx;
+  totals.scored_per_chunk = ctx - 1 - (model.options.scoring == Scoring::second_half ? ctx / 2 : 0);
+  totals.base_nll.resize(static_cast<std::size_t>(model.chunks));
+  totals.runs.resize(static_cast<std::size_t>(run_seeds) * static_cast<std::size_t>(model.chunks));
+  return totals;
+}
+
+SweepEndToEnd assemble_end_to_end(const EndToEndTotals& totals) {
+  const auto missing = [] { return InternalError("assemble_end_to_end: an end-to-end unit is missing"); };
   SweepEndToEnd out;
-  auto start = Clock::now();
-  EndToEndSession session(*model.transformer, model.tokens.ids, options, model.tokens.path);
-  out.base = session.base();
-  out.scored_tokens = session.scored_tokens();
-  out.base_seconds = since(start);
-  start = Clock::now();
-  for (KvCachePlan& run : model.runs) {
-    for (std::uint64_t seed : seeds) {
-      ++pass;
-      run.cache.seed = seed;
-      out.run_seeds.push_back(session.run(run.cache));
+  for (const std::optional<std::vector<double>>& nll : totals.base_nll) {
+    if (!nll) throw missing();
+    out.base.nll.insert(out.base.nll.end(), nll->begin(), nll->end());
+  }
+  out.base.perplexity = perplexity(out.base.nll);
+  out.scored_tokens = static_cast<std::int64_t>(out.base.nll.size());
+  const auto chunks = static_cast<std::size_t>(totals.chunks);
+  for (std::size_t first = 0; first < totals.runs.size(); first += chunks) {
+    RunSeedResult& run_seed = out.run_seeds.emplace_back();
+    for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
+      const std::optional<RunSeedResult>& part = totals.runs[first + chunk];
+      if (!part) throw missing();
+      NextTokenSeries& series = run_seed.series;
+      for (auto member : {&NextTokenSeries::nll_base, &NextTokenSeries::nll, &NextTokenSeries::kld,
+                          &NextTokenSeries::p_base, &NextTokenSeries::p, &NextTokenSeries::same_top1}) {
+        (series.*member).insert((series.*member).end(), (part->series.*member).begin(), (part->series.*member).end());
+      }
+      KvCacheBytes& bytes = run_seed.bytes;
+      for (auto member : {&KvCacheBytes::key, &KvCacheBytes::value, &KvCacheBytes::key_values,
+                          &KvCacheBytes::value_values}) {
+        std::vector<std::uint64_t>& sum = bytes.*member;
+        const std::vector<std::uint64_t>& add = part->bytes.*member;
+        if (sum.empty()) sum.assign(add.size(), 0);
+        for (std::size_t i = 0; i < add.size() && i < sum.size(); ++i) sum[i] += add[i];
+      }
     }
   }
-  out.runs_seconds = since(start);
   return out;
+}
+
+std::unique_ptr<EndToEndSession> chunk_session(const SweepModel& model, int chunk, int threads) {
+  const auto ctx = static_cast<std::size_t>(model.options.ctx);
+  const auto first = model.tokens.ids.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(chunk) * ctx);
+  std::vector<std::int32_t> ids(first, first + static_cast<std::ptrdiff_t>(ctx));
+  EndToEndOptions options = model.options;
+  options.chunks = 1;
+  options.first_chunk = chunk;
+  options.threads = threads;
+  return std::make_unique<EndToEndSession>(*model.transformer, std::move(ids), options, model.tokens.path);
 }
 
 }  // namespace tqlab

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,16 +54,32 @@ std::unique_ptr<TensorFile> model_kv_dump(const SweepModel& model, int threads, 
                                           std::string& identity_sha256);
 
 /// What the end-to-end passes measured: the base, and per (run, seed) its series
-/// and packed bytes (runs outer, seeds inner).
+/// and packed bytes (runs outer, seeds inner), every chunk in order.
 struct SweepEndToEnd {
   BaseResult base;
   std::int64_t scored_tokens = 0;
   std::vector<RunSeedResult> run_seeds;
-  double base_seconds = 0, runs_seconds = 0;
 };
 
-/// Runs the base and every (run, seed). `on_pass(pass, passes, chunk, chunks)` reports progress.
-SweepEndToEnd run_sweep_end_to_end(SweepModel& model, const std::vector<std::uint64_t>& seeds, int threads,
-                                   const std::function<void(int pass, int passes, int chunk, int chunks)>& on_pass);
+/// The end-to-end part of a sweep's totals, chunk by chunk: what its work units
+/// (sweep/work_units.h) hold, in any order, from any process.
+struct EndToEndTotals {
+  int chunks = 0;
+  int scored_per_chunk = 0;
+  std::vector<std::optional<std::vector<double>>> base_nll;  ///< [chunk]: the base's nll per scored token
+  std::vector<std::optional<RunSeedResult>> runs;            ///< [run_seed * chunks + chunk]
+};
+
+EndToEndTotals empty_end_to_end_totals(const SweepModel& model, int run_seeds);
+
+/// Every part in chunk order: the base's nll and perplexity, each (run, seed)'s
+/// series and its bytes summed over chunks. InternalError when a part is missing.
+SweepEndToEnd assemble_end_to_end(const EndToEndTotals& totals);
+
+/// Chunk `chunk` of the model's tokens as a session of its own: its base pass
+/// runs at once, then run() measures one (run, seed) on it. Each chunk is a
+/// prefill of its own, so the floats are those of the chunk in a session over
+/// every chunk, and chunks can be measured anywhere, in any order.
+std::unique_ptr<EndToEndSession> chunk_session(const SweepModel& model, int chunk, int threads);
 
 }  // namespace tqlab

@@ -46,6 +46,8 @@ struct PlannedRun {
 struct DataIdentity {
   std::uint64_t bytes = 0;
   std::string sha256;
+
+  bool operator==(const DataIdentity&) const = default;
 };
 
 struct SweepPlan {

@@ -15,6 +15,24 @@
 
 namespace tqlab {
 
+namespace {
+
+// What a results document says its sweep read: its data section, or for an
+// end-to-end sweep without a dump the identity of its model and tokens.
+DataIdentity recorded_data(const nlohmann::json& document, const JsonReader& root) {
+  if (!document.contains("data") && document.contains("model")) {
+    try {
+      return model_input_identity(document);
+    } catch (const nlohmann::json::exception& error) {
+      root.fail("its model and tokens sections do not read: {}", error.what());
+    }
+  }
+  const JsonReader data = root.at("data");
+  return {data.at("bytes").as_unsigned(), data.at("sha256").as_string()};
+}
+
+}  // namespace
+
 SweepConfigSource load_sweep_config_source(const std::string& path) {
   const nlohmann::json document = read_json_file(path);
   SweepConfigSource source;
@@ -36,9 +54,7 @@ SweepConfigSource load_sweep_config_source(const std::string& path) {
   source.from_results = true;
   source.config = parse_sweep_config(document.at("config"), path);
   for (const JsonReader& run : root.at("runs").elements()) source.origins.push_back(run.at("origin").as_string());
-  const JsonReader data = root.at("data");
-  source.data.bytes = data.at("bytes").as_unsigned();
-  source.data.sha256 = data.at("sha256").as_string();
+  source.data = recorded_data(document, root);
   const JsonReader tqlab = root.at("tqlab");
   source.version = tqlab.at("version").as_string();
   source.git_commit = tqlab.at("git_commit").as_string();
@@ -52,8 +68,7 @@ bool is_finished_results(const std::string& path, const std::string& config_hash
     const nlohmann::json document = read_json_file(path, "results");
     const JsonReader root(document, path, "", "results");
     return root.at("schema").as_string() == kSweepSchema && sweep_config_hash(document.at("config")) == config_hash &&
-           root.at("data").at("bytes").as_unsigned() == data.bytes &&
-           root.at("data").at("sha256").as_string() == data.sha256;
+           recorded_data(document, root) == data;
   } catch (const InputError&) {
     return false;
   } catch (const nlohmann::json::exception&) {

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -9,6 +10,7 @@
 #include "core/index.h"
 #include "core/parallel.h"
 #include "sweep/sweep_item.h"
+#include "sweep/sweep_model.h"
 #include "sweep/work_units.h"
 
 namespace tqlab {
@@ -19,13 +21,53 @@ int synthetic_trial_count(const SweepPlan& plan) {
 
 namespace {
 
-SweepTotals compute_item_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing) {
-  const KvDump& dump = *plan.dump;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The model block's units of `todo` (model_base and model_run units), chunk by
+// chunk: the chunk's base once, then each of its (run, seed)s. `may_start` is
+// polled before each unit, `finished` reports it.
+template <typename MayStart, typename Finished>
+void compute_model_units(const SweepPlan& plan, const WorkUnits& units, const std::vector<int>& todo,
+                         const SweepOptions& options, SweepTiming& timing, SweepTotals& totals,
+                         const MayStart& may_start, const Finished& finished) {
+  SweepModel& model = *plan.model;
+  const int chunks = units.model_chunks();
+  std::vector<std::vector<int>> by_chunk(static_cast<std::size_t>(chunks));
+  for (int unit : todo) at(by_chunk, units.model_chunk(unit)).push_back(unit);
+  const int seeds = units.run_seeds().seeds;
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    const std::vector<int>& wanted = at(by_chunk, chunk);
+    if (wanted.empty() || !may_start()) continue;
+    auto start = Clock::now();
+    const std::unique_ptr<EndToEndSession> session = chunk_session(model, chunk, options.threads);
+    timing.model_base_seconds += seconds_since(start);
+    for (int unit : wanted) {
+      if (!may_start()) break;
+      UnitTotals measured;
+      measured.unit = unit;
+      if (units.kind(unit) == UnitKind::model_base) {
+        measured.base_nll = session->base().nll;
+      } else {
+        const int run_seed = units.model_run_seed(unit);
+        KvCachePlan& run = at(model.runs, run_seed / seeds);
+        run.cache.seed = at(plan.config.seeds, run_seed % seeds);
+        start = Clock::now();
+        measured.model_run = session->run(run.cache);
+        timing.model_runs_seconds += seconds_since(start);
+      }
+      finished(measured, kModelProgress);
+      add_unit_totals(totals, units, std::move(measured));
+    }
+  }
+}
+
+SweepTotals compute_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing) {
   const WorkUnits units(plan);
   const SweepItems& items = units.items();
   const RunSeeds& run_seeds = units.run_seeds();
-  SweepTotals totals = empty_sweep_totals(dump, items, run_seeds, units.synthetic_trials(), plan.attention,
-                                          plan.config.metrics.per_head);
+  SweepTotals totals = empty_plan_totals(plan, units);
   if (options.add_known_units) options.add_known_units(totals);
   timing.threads = resolve_thread_count(options.threads);
   const std::size_t keep = kl_values_kept(totals);
@@ -70,7 +112,9 @@ SweepTotals compute_item_totals(const SweepPlan& plan, const SweepOptions& optio
     if (options.on_progress) options.on_progress(now, total_work, layer);
   };
 
-  for (int li = 0; li < static_cast<int>(dump.layers().size()); ++li) {
+  const int layers = plan.dump ? static_cast<int>(plan.dump->layers().size()) : 0;
+  for (int li = 0; li < layers; ++li) {
+    const KvDump& dump = *plan.dump;
     const std::vector<int> todo = to_compute(items.first_of_layer(li), items.layer_items(li));
     if (todo.empty()) continue;
     std::vector<std::optional<UnitTotals>> measured(todo.size());
@@ -99,17 +143,21 @@ SweepTotals compute_item_totals(const SweepPlan& plan, const SweepOptions& optio
   std::vector<double> seconds(trials.size());
   parallel_for(trials.size(), timing.threads, [&](std::size_t i, int) {
     if (!may_start()) return;
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = Clock::now();
     UnitTotals& unit = measured[i].emplace();
     unit.unit = trials[i];
     unit.synthetic = measure_synthetic_trial(plan, run_seeds, units.synthetic_trial(trials[i]));
-    seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    seconds[i] = seconds_since(start);
     finished(unit, -1);
   });
   for (std::size_t i = 0; i < trials.size(); ++i) {
     timing.needle_seconds += seconds[i];
     if (measured[i] && !measured[i]->synthetic.empty()) add_unit_totals(totals, units, std::move(*measured[i]));
   }
+  if (stopped) throw SweepStopped();
+
+  compute_model_units(plan, units, to_compute(units.first_model_unit(), units.count() - units.first_model_unit()),
+                      options, timing, totals, may_start, finished);
   if (stopped) throw SweepStopped();
   return totals;
 }
@@ -118,14 +166,7 @@ SweepTotals compute_item_totals(const SweepPlan& plan, const SweepOptions& optio
 
 SweepTotals compute_sweep_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing) {
   timing.threads = resolve_thread_count(options.threads);
-  SweepTotals totals = plan.dump ? compute_item_totals(plan, options, timing) : SweepTotals{};
-  if (plan.model) {
-    totals.end_to_end =
-        run_sweep_end_to_end(*plan.model, plan.config.seeds, options.threads, options.on_model_progress);
-    timing.model_base_seconds = totals.end_to_end->base_seconds;
-    timing.model_runs_seconds = totals.end_to_end->runs_seconds;
-  }
-  return totals;
+  return compute_totals(plan, options, timing);
 }
 
 }  // namespace tqlab

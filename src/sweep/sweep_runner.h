@@ -24,12 +24,14 @@ namespace tqlab {
 
 struct UnitTotals;
 
+/// SweepOptions::on_progress's `layer` while the model block's units run.
+inline constexpr int kModelProgress = -2;
+
 struct SweepOptions {
   int threads = 0;  ///< 0: every core this process may use
-  /// Called from a worker after each finished work item: (items done, items in all, layer number being worked on).
+  /// Called from a worker after each finished work unit: (units done, units in all, what is being worked
+  /// on: the layer number, -1 for the synthetic needle, kModelProgress for the model block).
   std::function<void(std::size_t done, std::size_t total, int layer)> on_progress;
-  /// With a model block, after each chunk of each pass (the base is pass 0, then every (run, seed)).
-  std::function<void(int pass, int passes, int chunk, int chunks)> on_model_progress;
 
   /// The work units to compute (work_units.h); nullopt: every unit.
   std::optional<std::vector<int>> units;

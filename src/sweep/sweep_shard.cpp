@@ -1,5 +1,6 @@
 #include "sweep/sweep_shard.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -37,9 +38,42 @@ ShardSpec parse_shard_spec(std::string_view text) {
   return shard;
 }
 
+namespace {
+
+// A model unit in the items' currency: one chunk's forward (and its output
+// layer on the scored tokens, twice for a run: its own and the base's logits)
+// in multiply-adds, over the multiply-adds an item spends per attended pair of
+// a q head (a dot product and an axpy of head_dim, for the exact attention and
+// each (run, seed)'s).
+std::uint64_t model_unit_cost(const SweepPlan& plan, const WorkUnits& units, int unit) {
+  const ModelConfig& config = plan.model->checkpoint->config();
+  const auto ctx = static_cast<std::uint64_t>(plan.model->options.ctx);
+  const auto hidden = static_cast<std::uint64_t>(config.hidden_size);
+  const auto head_dim = static_cast<std::uint64_t>(config.head_dim);
+  const auto q_heads = static_cast<std::uint64_t>(config.q_heads);
+  const std::uint64_t per_token_layer =
+      hidden * (q_heads + 2 * static_cast<std::uint64_t>(config.kv_heads)) * head_dim + q_heads * head_dim * hidden +
+      3 * hidden * static_cast<std::uint64_t>(config.intermediate_size);
+  const std::uint64_t attention = q_heads * head_dim * ctx * (ctx + 1);  // causal: scores and the weighted sum
+  const std::uint64_t logits = (units.kind(unit) == UnitKind::model_run ? 2 : 1) * ctx / 2 * hidden *
+                               static_cast<std::uint64_t>(config.vocab_size);
+  const std::uint64_t multiply_adds =
+      static_cast<std::uint64_t>(config.layers) * (ctx * per_token_layer + attention) + logits;
+  const std::uint64_t per_pair = 2 * head_dim * (1 + static_cast<std::uint64_t>(units.run_seeds().count()));
+  return std::max<std::uint64_t>(1, multiply_adds / per_pair);
+}
+
+}  // namespace
+
 std::uint64_t unit_cost(const SweepPlan& plan, const WorkUnits& units, int unit) {
-  if (units.kind(unit) == UnitKind::synthetic_trial) {
-    return std::uint64_t{kSyntheticNeedleKeys} * std::uint64_t{kSyntheticNeedleDim};
+  switch (units.kind(unit)) {
+    case UnitKind::synthetic_trial:
+      return std::uint64_t{kSyntheticNeedleKeys} * std::uint64_t{kSyntheticNeedleDim};
+    case UnitKind::model_base:
+    case UnitKind::model_run:
+      return model_unit_cost(plan, units, unit);
+    case UnitKind::item:
+      break;
   }
   const KvLayerShape& shape = at(plan.dump->layers(), units.items().item(unit).layer_index);
   const AttentionConfig& attention = plan.config.metrics.attention_options;

@@ -15,7 +15,10 @@
 //                    n^2 otherwise; 0 without attention) + its tokens;
 //   synthetic trial: kSyntheticNeedleKeys x kSyntheticNeedleDim (a trial draws
 //                    4096 keys of 128 values and quantizes them: measured at
-//                    about 0.8x this many attended pairs' time).
+//                    about 0.8x this many attended pairs' time);
+//   model unit:      one chunk's forward through the model in multiply-adds
+//                    (its output layer twice for a run), over the
+//                    2 head_dim (1 + runs x seeds) an item spends per pair.
 // With C the total cost and P_u the cost of the units before u, unit u goes to
 // the shard its midpoint falls in: floor(N (2 P_u + c_u) / (2 C)) + 1. Each
 // shard's cost is then within one unit's cost of C / N. A shard is empty when

@@ -406,7 +406,7 @@ SweepResults summarize_sweep(const SweepPlan& plan, const SweepTotals& totals) {
   } else {
     for (const PlannedRun& run : plan.runs) results.runs.emplace_back().run = &run;
   }
-  if (totals.end_to_end) add_end_to_end(plan, *totals.end_to_end, results);
+  if (totals.end_to_end) add_end_to_end(plan, assemble_end_to_end(*totals.end_to_end), results);
   return results;
 }
 

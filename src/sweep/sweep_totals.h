@@ -83,8 +83,9 @@ struct SweepTotals {
   std::vector<ItemTotals> items;                         ///< per work item, in item order
   std::vector<std::vector<SyntheticOutcome>> synthetic;  ///< per synthetic trial: per (run, seed)
   std::vector<KlTails> kl_tails;                         ///< per (run, seed)
-  /// With a model block: the base and, per (run, seed), the per-token series the e2e_* metrics come from.
-  std::optional<SweepEndToEnd> end_to_end;
+  /// With a model block: per chunk, the base's nll and each (run, seed)'s per-token series the e2e_* metrics
+  /// come from.
+  std::optional<EndToEndTotals> end_to_end;
 };
 
 /// Empty totals sized for a sweep of `run_seeds` over `dump`'s items, with

@@ -1,5 +1,6 @@
 #include "sweep/totals_json.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -139,9 +140,69 @@ KlPart read_kl_part(const JsonReader& reader) {
   return part;
 }
 
+namespace {
+
+Json exact_numbers_json(const std::vector<double>& values) {
+  Json out = Json::array();
+  for (double value : values) out.push_back(exact_number_json(value));
+  return out;
+}
+
+std::vector<double> read_exact_numbers(const JsonReader& reader) {
+  std::vector<double> values;
+  for (const JsonReader& value : reader.elements()) values.push_back(read_exact_number(value));
+  return values;
+}
+
+// The members of a model_run unit, in the order the JSON names them.
+constexpr std::array<std::pair<const char*, std::vector<double> NextTokenSeries::*>, 6> kSeriesMembers{{
+    {"nll_base", &NextTokenSeries::nll_base},
+    {"nll", &NextTokenSeries::nll},
+    {"kld", &NextTokenSeries::kld},
+    {"p_base", &NextTokenSeries::p_base},
+    {"p", &NextTokenSeries::p},
+    {"same_top1", &NextTokenSeries::same_top1},
+}};
+constexpr std::array<std::pair<const char*, std::vector<std::uint64_t> KvCacheBytes::*>, 4> kBytesMembers{{
+    {"key", &KvCacheBytes::key},
+    {"value", &KvCacheBytes::value},
+    {"key_values", &KvCacheBytes::key_values},
+    {"value_values", &KvCacheBytes::value_values},
+}};
+
+Json model_run_json(const RunSeedResult& run) {
+  Json series, bytes;
+  for (const auto& [name, member] : kSeriesMembers) series[name] = exact_numbers_json(run.series.*member);
+  for (const auto& [name, member] : kBytesMembers) bytes[name] = run.bytes.*member;
+  return {{"series", series}, {"bytes", bytes}};
+}
+
+RunSeedResult read_model_run(const JsonReader& reader) {
+  RunSeedResult run;
+  const JsonReader series = reader.at("series");
+  series.allow_only({"nll_base", "nll", "kld", "p_base", "p", "same_top1"});
+  for (const auto& [name, member] : kSeriesMembers) run.series.*member = read_exact_numbers(series.at(name));
+  const JsonReader bytes = reader.at("bytes");
+  bytes.allow_only({"key", "value", "key_values", "value_values"});
+  for (const auto& [name, member] : kBytesMembers) {
+    for (const JsonReader& count : bytes.at(name).elements()) (run.bytes.*member).push_back(count.as_unsigned());
+  }
+  return run;
+}
+
+}  // namespace
+
 Json unit_totals_json(const UnitTotals& unit, bool with_kl) {
   Json out;
   out["unit"] = unit.unit;
+  if (!unit.base_nll.empty()) {
+    out["base_nll"] = exact_numbers_json(unit.base_nll);
+    return out;
+  }
+  if (unit.model_run) {
+    out["model_run"] = model_run_json(*unit.model_run);
+    return out;
+  }
   if (!unit.synthetic.empty()) {
     Json outcomes = Json::array();
     for (const SyntheticOutcome& outcome : unit.synthetic) {
@@ -181,6 +242,17 @@ UnitTotals read_unit_totals(const JsonReader& reader) {
       unit.synthetic.push_back({fields[0].as_bool(), read_exact_number(fields[1]), read_exact_number(fields[2])});
     }
     if (unit.synthetic.empty()) reader.at("synthetic").fail("no outcomes");
+    return unit;
+  }
+  if (const auto nll = reader.find("base_nll")) {
+    reader.allow_only({"unit", "base_nll"});
+    unit.base_nll = read_exact_numbers(*nll);
+    if (unit.base_nll.empty()) nll->fail("no tokens");
+    return unit;
+  }
+  if (const auto run = reader.find("model_run")) {
+    reader.allow_only({"unit", "model_run"});
+    unit.model_run = read_model_run(*run);
     return unit;
   }
   reader.allow_only({"unit", "tokens", "skipped", "needle_trials", "run_seeds", "kl"});

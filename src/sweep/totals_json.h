@@ -16,7 +16,11 @@
 //                   "bits": [key bits, value bits, key values, value values, effective bits]}],
 //               "kl": [per (run, seed): [per q head: [count, [largest values, largest first]]]]}
 //              ("kl" only in journal records; a shard document keeps the tails whole);
-//   synthetic: {"unit": U, "synthetic": [per (run, seed): [measured (bool), weight, output error]]}.
+//   synthetic: {"unit": U, "synthetic": [per (run, seed): [measured (bool), weight, output error]]};
+//   model base: {"unit": U, "base_nll": [per scored token of the chunk]};
+//   model run: {"unit": U, "model_run": {"series": {"nll_base", "nll", "kld", "p_base", "p", "same_top1":
+//               [per scored token of the chunk]}, "bytes": {"key", "value", "key_values",
+//               "value_values": [per layer]}}}.
 // A KL tail (metrics/quantile.h's UpperQuantile): [count, [kept values, largest first]].
 //
 // Reading checks types and the fixed lengths and names the key path of what is

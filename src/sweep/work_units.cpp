@@ -13,9 +13,10 @@ namespace tqlab {
 
 WorkUnits::WorkUnits(const SweepPlan& plan)
     : dump_(plan.dump.get()),
-      items_(*plan.dump),
+      items_(plan.dump ? SweepItems(*plan.dump) : SweepItems()),
       run_seeds_{static_cast<int>(plan.runs.size()), static_cast<int>(plan.config.seeds.size())},
-      synthetic_trials_(synthetic_trial_count(plan)),
+      synthetic_trials_(plan.dump ? synthetic_trial_count(plan) : 0),
+      model_chunks_(plan.model ? plan.model->chunks : 0),
       attention_(plan.attention),
       margins_(plan.needle ? plan.config.metrics.needle_options.margins.size() : 0) {}
 
@@ -24,13 +25,50 @@ int WorkUnits::group(int unit) const {
   return shape.q_heads / shape.kv_heads;
 }
 
+UnitKind WorkUnits::kind(int unit) const {
+  if (unit < items_.count()) return UnitKind::item;
+  if (unit < first_model_unit()) return UnitKind::synthetic_trial;
+  return unit < first_model_unit() + model_chunks_ ? UnitKind::model_base : UnitKind::model_run;
+}
+
+int WorkUnits::model_chunk(int unit) const {
+  const int offset = unit - first_model_unit();
+  return offset < model_chunks_ ? offset : (offset - model_chunks_) % model_chunks_;
+}
+
+int WorkUnits::model_run_seed(int unit) const { return (unit - first_model_unit() - model_chunks_) / model_chunks_; }
+
+int WorkUnits::model_run_unit(int run_seed, int chunk) const {
+  return first_model_unit() + model_chunks_ + run_seed * model_chunks_ + chunk;
+}
+
 std::string WorkUnits::describe(int unit) const {
-  if (kind(unit) == UnitKind::synthetic_trial) {
-    return fmt::format("unit {} (synthetic needle trial {})", unit, synthetic_trial(unit));
+  switch (kind(unit)) {
+    case UnitKind::synthetic_trial:
+      return fmt::format("unit {} (synthetic needle trial {})", unit, synthetic_trial(unit));
+    case UnitKind::model_base:
+      return fmt::format("unit {} (model base, chunk {})", unit, model_chunk(unit));
+    case UnitKind::model_run: {
+      const int run_seed = model_run_seed(unit);
+      return fmt::format("unit {} (model run {}, seed index {}, chunk {})", unit, run_seed / run_seeds_.seeds,
+                         run_seed % run_seeds_.seeds, model_chunk(unit));
+    }
+    case UnitKind::item:
+      break;
   }
   const WorkItem item = items_.item(unit);
   return fmt::format("unit {} (layer {}, sequence {}, kv head {})", unit, at(dump_->layers(), item.layer_index).layer,
                      item.seq, item.kv_head);
+}
+
+SweepTotals empty_plan_totals(const SweepPlan& plan, const WorkUnits& units) {
+  SweepTotals totals;
+  if (plan.dump) {
+    totals = empty_sweep_totals(*plan.dump, units.items(), units.run_seeds(), units.synthetic_trials(), plan.attention,
+                                plan.config.metrics.per_head);
+  }
+  if (plan.model) totals.end_to_end = empty_end_to_end_totals(*plan.model, units.run_seeds().count());
+  return totals;
 }
 
 UnitTotals item_unit_totals(int unit, ItemMeasurement&& measured, std::size_t keep) {
@@ -59,7 +97,17 @@ std::size_t kl_values_kept(const SweepTotals& totals) {
 }
 
 bool unit_done(const SweepTotals& totals, const WorkUnits& units, int unit) {
-  if (units.kind(unit) == UnitKind::synthetic_trial) return !at(totals.synthetic, units.synthetic_trial(unit)).empty();
+  switch (units.kind(unit)) {
+    case UnitKind::synthetic_trial:
+      return !at(totals.synthetic, units.synthetic_trial(unit)).empty();
+    case UnitKind::model_base:
+      return at(totals.end_to_end->base_nll, units.model_chunk(unit)).has_value();
+    case UnitKind::model_run:
+      return at(totals.end_to_end->runs, units.model_run_seed(unit) * units.model_chunks() + units.model_chunk(unit))
+          .has_value();
+    case UnitKind::item:
+      break;
+  }
   return at(totals.items, unit).done;
 }
 
@@ -110,6 +158,32 @@ void check_item_fits(const WorkUnits& units, const UnitTotals& unit, std::size_t
   }
 }
 
+// A model unit: one chunk's series (or base nll) of the expected length, bytes for every layer.
+void add_model_unit(EndToEndTotals& totals, const WorkUnits& units, UnitTotals&& unit) {
+  const std::string what = units.describe(unit.unit);
+  const auto scored = static_cast<std::size_t>(totals.scored_per_chunk);
+  const int chunk = units.model_chunk(unit.unit);
+  if (units.kind(unit.unit) == UnitKind::model_base) {
+    if (unit.base_nll.size() != scored) {
+      fail("{}: the nll of {} tokens, a chunk scores {}", what, unit.base_nll.size(), scored);
+    }
+    at(totals.base_nll, chunk) = std::move(unit.base_nll);
+    return;
+  }
+  if (!unit.model_run) fail("{}: no series", what);
+  const NextTokenSeries& series = unit.model_run->series;
+  for (const std::vector<double>* values :
+       {&series.nll_base, &series.nll, &series.kld, &series.p_base, &series.p, &series.same_top1}) {
+    if (values->size() != scored) fail("{}: a series of {} tokens, a chunk scores {}", what, values->size(), scored);
+  }
+  const KvCacheBytes& bytes = unit.model_run->bytes;
+  if (bytes.value.size() != bytes.key.size() || bytes.key_values.size() != bytes.key.size() ||
+      bytes.value_values.size() != bytes.key.size()) {
+    fail("{}: cache bytes of differing layer counts", what);
+  }
+  at(totals.runs, units.model_run_seed(unit.unit) * units.model_chunks() + chunk) = std::move(unit.model_run);
+}
+
 }  // namespace
 
 void add_unit_totals(SweepTotals& totals, const WorkUnits& units, UnitTotals&& unit, UnitKl kl) {
@@ -124,6 +198,10 @@ void add_unit_totals(SweepTotals& totals, const WorkUnits& units, UnitTotals&& u
            run_seeds);
     }
     at(totals.synthetic, units.synthetic_trial(unit.unit)) = std::move(unit.synthetic);
+    return;
+  }
+  if (units.kind(unit.unit) == UnitKind::model_base || units.kind(unit.unit) == UnitKind::model_run) {
+    add_model_unit(*totals.end_to_end, units, std::move(unit));
     return;
   }
   const WorkItem item = units.items().item(unit.unit);

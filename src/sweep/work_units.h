@@ -5,10 +5,14 @@
 // Unit numbers, fixed by the config and the data's shape alone:
 //   [0, items)                       the work items of sweep_items.h, in their
 //                                    order (layer, then sequence, then kv head);
-//   [items, items + synthetic)       the synthetic needle's trials, in order.
-// Another kind of unit (an end-to-end (run, seed, chunk) whose totals are
-// per-token series) is numbered after these, with a UnitKind, a member of
-// UnitTotals, and a case in add_unit_totals and totals_json.h of its own.
+//   [items, items + synthetic)       the synthetic needle's trials, in order;
+//   then, with a model block of C chunks:
+//   [.., + C)                        the base pass over chunk c (its nll);
+//   [.., + runs x seeds x C)         (run, seed, chunk), runs outer, chunks
+//                                    inner: one chunk's per-token comparison
+//                                    with the base, and its cache's bytes.
+// A model unit of chunk c computes the base of chunk c itself (each chunk is a
+// prefill of its own: sweep_model.h), whichever units it is computed with.
 //
 // A UnitTotals is complete in itself: the unit's additive totals exactly as it
 // produced them, and, for the attention KL percentiles, the largest of the
@@ -18,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,18 +32,18 @@
 
 namespace tqlab {
 
-enum class UnitKind { item, synthetic_trial };
+enum class UnitKind { item, synthetic_trial, model_base, model_run };
 
 class WorkUnits {
  public:
   explicit WorkUnits(const SweepPlan& plan);
 
-  int count() const { return items_.count() + synthetic_trials_; }
+  int count() const { return first_model_unit() + model_chunks_ * (1 + run_seeds_.count()); }
   /// (run, seed) pairs every unit is measured for.
   const RunSeeds& run_seeds() const { return run_seeds_; }
   const SweepItems& items() const { return items_; }
   int synthetic_trials() const { return synthetic_trials_; }
-  UnitKind kind(int unit) const { return unit < items_.count() ? UnitKind::item : UnitKind::synthetic_trial; }
+  UnitKind kind(int unit) const;
   /// Whether items measure attention (and so have KL values), and the planted needle's margins (0 when off).
   bool attention() const { return attention_; }
   std::size_t needle_margins() const { return margins_; }
@@ -46,6 +51,15 @@ class WorkUnits {
   int group(int unit) const;
   /// The trial of a synthetic_trial unit.
   int synthetic_trial(int unit) const { return unit - items_.count(); }
+  /// Chunks of the model block (0 without one), and the first model unit.
+  int model_chunks() const { return model_chunks_; }
+  int first_model_unit() const { return items_.count() + synthetic_trials_; }
+  /// The chunk of a model unit, and the (run, seed) index of a model_run unit.
+  int model_chunk(int unit) const;
+  int model_run_seed(int unit) const;
+  /// The model_run unit of (run_seed, chunk), and the model_base unit of chunk.
+  int model_run_unit(int run_seed, int chunk) const;
+  int model_base_unit(int chunk) const { return first_model_unit() + chunk; }
   /// "unit 12 (layer 3, sequence 0, kv head 1)", "unit 70 (synthetic needle trial 2)": for messages.
   std::string describe(int unit) const;
 
@@ -54,6 +68,7 @@ class WorkUnits {
   SweepItems items_;
   RunSeeds run_seeds_;
   int synthetic_trials_ = 0;
+  int model_chunks_ = 0;
   bool attention_ = false;
   std::size_t margins_ = 0;  // of the planted needle, when it runs
 };
@@ -71,7 +86,12 @@ struct UnitTotals {
   ItemTotals item;                          ///< item units
   std::vector<std::vector<KlPart>> kl;      ///< item units with attention: per (run, seed), per q head of the group
   std::vector<SyntheticOutcome> synthetic;  ///< synthetic trials: per (run, seed)
+  std::vector<double> base_nll;             ///< model_base: the base's nll per scored token of the chunk
+  std::optional<RunSeedResult> model_run;   ///< model_run: the chunk's series and bytes
 };
+
+/// Empty totals for every unit of `plan` (items, synthetic trials, model units).
+SweepTotals empty_plan_totals(const SweepPlan& plan, const WorkUnits& units);
 
 /// The unit of a measured item; its KL values are cut to the largest `keep` per q head.
 UnitTotals item_unit_totals(int unit, ItemMeasurement&& measured, std::size_t keep);

@@ -45,6 +45,31 @@ same_outside_timing whole.json reordered.json || fail "the order of the shards c
 expect_contains out.txt "k_rel_mse" "q4_0"
 ls shards/*.journal shards/*.tmp-* >/dev/null 2>&1 && fail "shards left journals or temporaries: $(ls shards)"
 
+# ---------------------------------------------------------------- a model block
+# End-to-end units ((run, seed, chunk) and each chunk's base) shard and merge like items, with the
+# offline metrics on the model's own Q/K/V (made again by each shard and by merge) and without.
+head -c 3000 "$repo/README.md" >text.txt
+for offline in true false; do
+  cat >model.json <<JSON
+{"name": "model-shards", "model": {"path": "$repo/data/tinyllama_hf", "text": "text.txt", "ctx": 128, "chunks": 4},
+ "grid": {"k": ["tq:b=3,nc", "tq:b=2"], "v": ["tq:b=3,nc"]},
+ "metrics": {"reconstruction": $offline, "attention": $offline, "needle": false}, "seeds": [0, 1]}
+JSON
+  expect_exit 0 "model block ($offline): unsharded" -- "$TQLAB" sweep --config model.json --out model_whole.json --quiet
+  for count in 2 5; do
+    rm -f model-*.json
+    for ((k = 1; k <= count; k++)); do
+      expect_exit 0 "model block ($offline): shard $k/$count" -- env TQLAB_KERNELS="${forms[k % ${#forms[@]}]}" \
+        "$TQLAB" sweep --config model.json --shard "$k/$count" --out "model-$k.json" --threads 1 --quiet
+    done
+    expect_exit 0 "model block ($offline): merge $count" -- "$TQLAB" merge model-*.json -o model_merged.json --quiet
+    same_outside_timing model_whole.json model_merged.json ||
+      fail "model block ($offline), $count shards: the merged document differs from the unsharded one"
+  done
+done
+"$python" -c "import json; d = json.load(open('model_merged.json')); assert 'e2e_kld' in d['runs'][0]['metrics'], d['runs'][0]" \
+  || fail "the merged model-block document has no e2e metrics"
+
 # ---------------------------------------------------------------- what merge refuses
 # Items only (synthetic trials outweigh this small dump's items): each of 3 shards holds some.
 "$python" -c "import json; c = json.load(open('study/config.json')); c['metrics']['needle']['synth_trials'] = 0; json.dump(c, open('study/items.json', 'w'))"
