@@ -89,11 +89,16 @@ def num(x):
     return f"{x:.1e}" if abs(x) < 1e-3 else f"{x:.3g}"
 
 
+def two(x):
+    """Two significant digits, for a spread."""
+    if x is None:
+        return "–"
+    return "0" if x == 0 else f"{x:.2g}"
+
+
 def spread(metric, fmt):
     """mean ± std over seeds (se), the std and se as the file records them."""
-    std = metric["std"] if metric["std"] is not None else float("nan")
-    se = metric["se"] if metric["se"] is not None else float("nan")
-    return f"{fmt(metric['mean'])} ± {fmt(std).lstrip('+')} ({fmt(se).lstrip('+')})"
+    return f"{fmt(metric['mean'])} ± {two(metric['std'])} ({two(metric['se'])})"
 
 
 def claim_table(doc):
@@ -107,7 +112,7 @@ def claim_table(doc):
             label(run, doc),
             f"{bits:.2f}",
             spread(m["e2e_ppl_delta_pct"], lambda x: f"{x:+.2f}"),
-            spread(m["e2e_kld"], lambda x: f"{x:.4f}" if abs(x) >= 1e-4 or x == 0 else f"{x:.1e}"),
+            spread(m["e2e_kld"], num),
             f"{m['e2e_top1']['mean']:.3f}",
             num(m["attn_kl"]["mean"]),
             f"{m['attn_top1']['mean']:.3f}",
@@ -118,9 +123,18 @@ def claim_table(doc):
     return "\n".join(rows)
 
 
+def fingerprint(run):
+    """What the cache did, per seed: two runs with the same values are the same code."""
+    m = run["metrics"]
+    return tuple(tuple(m[name]["per_seed"]) for name in ("e2e_ppl_delta_pct", "e2e_kld", "attn_kl"))
+
+
 def distinct_runs(docs):
-    """Every run once: the same K, V, window (with its mode), sink measured in several files must agree."""
-    runs = {}
+    """Every run once: the same K, V, window (with its mode), sink measured in several files must agree.
+    Runs with other specs that are the same code (tq:b=B,qjl=prod and tq:b=B-1,qjl=extra: B-1 codebook
+    bits plus the sketch) measure identically per seed; they count once, so that the rank correlations
+    do not count one point twice. Returns the runs and the aliases dropped."""
+    runs, seen, aliases = {}, {}, []
     for name, doc in docs.items():
         for run in doc["runs"]:
             key = (run["k"], run["v"], run["window"], window_mode(doc) if run["window"] else "", run["sink"])
@@ -130,8 +144,18 @@ def distinct_runs(docs):
                 if a != b:
                     sys.exit(f"e2e_findings.py: {key} differs between files: {a} vs {b}")
                 continue
+            fp = fingerprint(run)
+            if fp in seen:
+                aliases.append((label(run, doc), label(*seen[fp])))
+                runs[key] = seen[fp]
+                continue
+            seen[fp] = (run, doc)
             runs[key] = (run, doc)
-    return list(runs.values())
+    unique = []
+    for r in runs.values():
+        if all(r[0] is not u[0] for u in unique):
+            unique.append(r)
+    return unique, aliases
 
 
 def ranks(x):
@@ -209,7 +233,8 @@ def main():
     any_doc = next(iter(docs.values()))
     e2e, tokens = any_doc["e2e"], any_doc["tokens"]
     print("# End-to-end tables (tools/e2e_findings.py)\n")
-    print(f"Model `{any_doc['model']['path']}` ({any_doc['model']['architecture']}), text "
+    model = os.path.basename(os.path.normpath(any_doc["model"]["path"]))
+    print(f"Model `{model}` ({any_doc['model']['architecture']}), text "
           f"`{tokens.get('path')}` ({tokens['count']} tokens, sha256 {tokens['sha256'][:16]}…), "
           f"{e2e['chunks']} chunks of {e2e['ctx']}, {e2e['score']} scoring: {e2e['scored_tokens']} "
           f"scored tokens; base PPL {e2e['base']['ppl']:.4f} ± {e2e['base']['ppl_se']:.4f}. "
@@ -223,12 +248,14 @@ def main():
     for stem in docs:
         if stem not in dict(CLAIMS):
             print(f"## `{stem}`\n\n" + claim_table(docs[stem]) + "\n")
-    runs = distinct_runs(docs)
+    runs, aliases = distinct_runs(docs)
     print("## How well each offline metric ranks the runs by ΔPPL\n")
     print("Spearman rank correlation of the metric's seed mean with the seed mean of "
           "`e2e_ppl_delta_pct` over the distinct runs of all files, oriented so that +1 orders the "
           "runs exactly as their perplexity damage (metrics where larger is better are negated). "
-          "Reconstruction metrics ignore windows (the quantizer's own error).\n")
+          "Reconstruction metrics ignore windows (the quantizer's own error)."
+          + (" Counted once as the same code: " + "; ".join(f"{a} (= {b})" for a, b in aliases) + "."
+             if aliases else "") + "\n")
     print(spearman_table(runs) + "\n")
     print("## Pairs of runs with K ≠ V ordered the wrong way\n")
     print("Over pairs of runs without a window, at least one with K ≠ V, whose ΔPPL differ by more than "
