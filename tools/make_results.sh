@@ -2,18 +2,21 @@
 # Regenerates every committed results file: each config in configs/ on the synthetic sample
 # (results/NAME.json) and, when a real dump is given, on it too (results/NAME.tinyllama.json; the
 # committed ones come from a small Llama-style model, head dim 64, 4 layers, 8 sequences of 256
-# tokens, which is not part of the repository).
-# Usage: [BUILD_DIR=build] tools/make_results.sh [REAL_DUMP.safetensors]
+# tokens, which is not part of the repository). Then each config in configs/e2e/ end to end on the
+# bundled model (results/NAME.e2e.json), over the Debian text tools/make_e2e_text.sh writes; that is
+# about 50 runs x 3 seeds of 64 chunks, 10-25 minutes on 2 cores. E2E_ONLY=1 makes only those.
+# Usage: [BUILD_DIR=build] [E2E_ONLY=1] tools/make_results.sh [REAL_DUMP.safetensors]
 # Run after any change that moves numbers, and commit the results with that change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 real=${1:-}
-# Always (re)build: results made by a stale binary would be committed as the new code's.
+# Always (re)build the binary (the tests are not needed here): results made by a stale binary would be
+# committed as the new code's.
 build_dir=${BUILD_DIR:-build}
-BUILD_DIR=$build_dir bash tools/build.sh >/dev/null
+BUILD_DIR=$build_dir BUILD_TARGET=tqlab bash tools/build.sh >/dev/null
 tqlab=$build_dir/tqlab
 [ -f data/sample_kv.safetensors ] || "$tqlab" synth -o data/sample_kv.safetensors
-for config in configs/*.json; do
+[ "${E2E_ONLY:-0}" = 1 ] || for config in configs/*.json; do
   name=$(basename "$config" .json)
   echo "== $name (synthetic sample)"
   "$tqlab" sweep --config "$config" --quiet --out "results/$name.json"
@@ -22,4 +25,11 @@ for config in configs/*.json; do
     "$tqlab" sweep --config "$config" --quiet --data "$real" --out "results/$name.tinyllama.json"
   fi
 done
-[ -n "$real" ] || echo "note: no real dump given: only the synthetic results were made"
+[ "${E2E_ONLY:-0}" = 1 ] || [ -n "$real" ] || echo "note: no real dump given: only the synthetic results were made"
+bash tools/make_e2e_text.sh
+for config in configs/e2e/*.json; do
+  name=$(basename "$config" .json)
+  echo "== $name (end to end, data/tinyllama_hf)"
+  "$tqlab" sweep --config "$config" --quiet --out "results/$name.e2e.json"
+done
+/usr/bin/python3 tools/e2e_findings.py > results/e2e_findings.md
