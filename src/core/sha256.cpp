@@ -14,6 +14,34 @@
 #include "core/error.h"
 
 namespace tqlab {
+namespace {
+
+using DigestContext = std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)>;
+
+DigestContext start_digest() {
+  DigestContext context(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error("libcrypto could not start a SHA-256 digest");
+  }
+  return context;
+}
+
+std::string finish_digest(EVP_MD_CTX* context) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(context, digest, &length);
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+}  // namespace
+
+std::string sha256_hex(std::string_view bytes) {
+  const DigestContext context = start_digest();
+  EVP_DigestUpdate(context.get(), bytes.data(), bytes.size());
+  return finish_digest(context.get());
+}
 
 std::string file_sha256(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -22,10 +50,7 @@ std::string file_sha256(const std::string& path) {
     ::close(*owned);
     delete owned;
   });
-  const std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> context(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("libcrypto could not start a SHA-256 digest");
-  }
+  const DigestContext context = start_digest();
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   std::vector<unsigned char> buffer(std::size_t{1} << 20);
   while (true) {
@@ -37,12 +62,7 @@ std::string file_sha256(const std::string& path) {
     if (got == 0) break;
     EVP_DigestUpdate(context.get(), buffer.data(), static_cast<std::size_t>(got));
   }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_DigestFinal_ex(context.get(), digest, &length);
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
+  return finish_digest(context.get());
 }
 
 }  // namespace tqlab

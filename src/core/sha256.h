@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace tqlab {
 
@@ -10,5 +11,8 @@ namespace tqlab {
 /// in 1 MiB pieces (page cache, not this process's resident memory).
 /// InputError naming the file when it cannot be read.
 std::string file_sha256(const std::string& path);
+
+/// SHA-256 of `bytes` as 64 lowercase hex digits.
+std::string sha256_hex(std::string_view bytes);
 
 }  // namespace tqlab
