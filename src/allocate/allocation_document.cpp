@@ -253,6 +253,18 @@ std::string allocation_table(const AllocationReport& report) {
     for (const std::string& name : predicted) text += fmt::format("  {:>17.5g}", *predicted_value(*row, name));
     text += "\n";
   }
+  if (report.calibration) {
+    const CalibrationReport& calibration = *report.calibration;
+    text += fmt::format(
+        "\ncalibration to the model profile ({} pairs): key weight {:.4g}, log RMS {:.3f}, Spearman rho {:.3f}\n",
+        calibration.fit.pairs, calibration.fit.key_weight, calibration.fit.log_rms, calibration.fit.rank_correlation);
+    for (const ProfileAgreement& entry : calibration.agreement) {
+      text += fmt::format("  {}: same spec on {:.0f}% of units, mean |bits difference| {:.3f}, model damage {:.5g} "
+                          "(the model profile's optimum {:.5g})\n",
+                          entry.name, 100 * entry.same_choice_share, entry.mean_abs_bits_difference,
+                          entry.reference_damage, entry.reference_optimum);
+    }
+  }
   if (!report.verification) return text;
 
   const Verification& verification = *report.verification;

@@ -93,6 +93,17 @@ for unit in m["profile"]["units"]:
     assert two["components"]["e2e_kld"][0] > four["components"]["e2e_kld"][0] > 0, unit["unit"]
 PY
 
+expect_exit 0 "allocate --calibrate" -- "$TQLAB" allocate --config model.json --profile offline --calibrate \
+  --budget 3.2 --candidates tq:b=2,nc,tq:b=4,nc --granularity layer -o cal.json --quiet
+expect_contains out.txt "calibration to the model profile" "key weight"
+"$python" - cal.json <<'PY' || fail "the calibration is not as expected"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["calibration"]
+assert c["key_weight"] > 0 and c["pairs"] > 0 and len(c["agreement"]) == 2, c
+assert d["objective"]["profile"] == "offline" and d["profile"]["source"]["model"]["chunks"] == 2
+PY
+
 # ---------------------------------------------------------------- bad inputs
 # rejected DESCRIPTION NEEDLE... -- ARGS...: exit 2, one stderr line holding every NEEDLE, no output written.
 rejected() {
@@ -115,6 +126,7 @@ rejected "bad profile" "--profile 'online'" -- --config offline.json --budget 3 
 rejected "model profile without a model" "--profile model" "model" -- --config offline.json --budget 3 --profile model
 rejected "missing config" "nosuch.json" -- --config nosuch.json --budget 3
 rejected "negative key weight" "--key-weight" -- --config offline.json --budget 3 --key-weight -1
+rejected "calibrate without a model" "--calibrate" "model" -- --config offline.json --budget 3 --calibrate
 expect_exit 2 "no output" -- "$TQLAB" allocate --config offline.json --budget 3 --quiet
 expect_error_line "--output"
 finish
