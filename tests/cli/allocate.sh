@@ -78,7 +78,8 @@ cat > model.json <<JSON
  "seeds": [0]}
 JSON
 expect_exit 0 "allocate --profile model" -- "$TQLAB" allocate --config model.json --budget 3.2 \
-  --candidates tq:b=2,nc,tq:b=4,nc --granularity layer -o m.json --no-cache --quiet
+  --candidates tq:b=2,nc,tq:b=4,nc --granularity layer -o m.json --no-cache --verify --quiet
+expect_contains out.txt "e2e_kld" "e2e_ppl_delta_pct" "measured by the sweep"
 expect_exit 0 "allocate --profile model from layer 0" -- "$TQLAB" allocate --config model.json --budget 3.2 \
   --candidates tq:b=2,nc,tq:b=4,nc --granularity layer -o m0.json --no-cache --no-prefix-reuse --quiet
 "$python" - m.json m0.json <<'PY' || fail "the model profile is not as expected"
@@ -88,6 +89,10 @@ assert m["objective"]["profile"] == "model" and m["profile"]["components"] == ["
 assert m["profile"]["layers_computed_share"] < 1 and m0["profile"]["layers_computed_share"] == 1
 assert m["profile"]["units"] == m0["profile"]["units"], "prefix reuse changed the profile's numbers"
 assert len(m["profile"]["units"]) == 4 * 2
+runs = m["verify"]["runs"]
+assert m["verify"]["base"]["ppl"] > 1 and runs[0]["names"][0] == "allocation"
+for r in runs:
+    assert r["metrics"]["e2e_kld"]["mean"] > 0 and r["ratio"]["e2e_kld"] > 0, r["names"]
 for unit in m["profile"]["units"]:
     two, four = unit["candidates"]
     assert two["components"]["e2e_kld"][0] > four["components"]["e2e_kld"][0] > 0, unit["unit"]
@@ -127,6 +132,17 @@ rejected "model profile without a model" "--profile model" "model" -- --config o
 rejected "missing config" "nosuch.json" -- --config nosuch.json --budget 3
 rejected "negative key weight" "--key-weight" -- --config offline.json --budget 3 --key-weight -1
 rejected "calibrate without a model" "--calibrate" "model" -- --config offline.json --budget 3 --calibrate
+cat > sweep_missing.json <<'JSON'
+{"data": {"path": "small.safetensors"}, "runs": [{"allocation": "nosuch.json"}], "out": "never.json"}
+JSON
+expect_exit 2 "a sweep of a missing allocation file" -- "$TQLAB" sweep --config sweep_missing.json --quiet
+expect_error_line "nosuch.json"
+cat > sweep_not_alloc.json <<'JSON'
+{"data": {"path": "small.safetensors"}, "runs": [{"allocation": "offline.json"}], "out": "never.json"}
+JSON
+expect_exit 2 "a sweep of a file that is no allocation" -- "$TQLAB" sweep --config sweep_not_alloc.json --quiet
+expect_error_line "offline.json" "schema"
+[ -e never.json ] && fail "a refused sweep wrote its output"
 expect_exit 2 "no output" -- "$TQLAB" allocate --config offline.json --budget 3 --quiet
 expect_error_line "--output"
 finish
