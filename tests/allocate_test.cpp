@@ -1,19 +1,24 @@
 // tqlab allocate's solver and rules (src/allocate/): the exact knapsack against every assignment
 // enumerated on small random instances, the Lagrangian's bound and feasibility, an allocation at a
 // uniform spec's bits never predicted worse than that spec, the boundary rule within its budget,
-// a choice written as a sweep run's layered specs giving every unit its spec back, and the
-// candidate list split where specs begin.
+// a choice written as a sweep run's layered specs giving every unit its spec back, the candidate
+// list split where specs begin, a profile through its JSON and the cache unchanged, and the layer
+// profile the sum of the head one.
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "allocate/allocation.h"
 #include "allocate/candidates.h"
 #include "allocate/heuristics.h"
 #include "allocate/knapsack.h"
+#include "allocate/profile_cache.h"
+#include "allocate/profile_json.h"
+#include "model_test_util.h"
 #include "test_support.h"
 
 namespace tqlab {
@@ -57,7 +62,9 @@ TEST(KnapsackTest, ExactEqualsBruteForceOnRandomInstances) {
       EXPECT_LE(lagrangian->cost, capacity);
       EXPECT_GE(lagrangian->damage, brute->damage - 1e-9);
       EXPECT_LE(lagrangian->lower_bound, brute->damage + 1e-9) << "the Lagrangian's bound is not a lower bound";
-      if (lagrangian->exact) EXPECT_NEAR(lagrangian->damage, brute->damage, 1e-9);
+      if (lagrangian->exact) {
+        EXPECT_NEAR(lagrangian->damage, brute->damage, 1e-9);
+      }
     }
   }
   EXPECT_GT(feasible, 500);
@@ -138,10 +145,11 @@ TEST(AllocationTest, BoundaryRaisesTheEndsAndFitsTheBudget) {
   // Units are layer-major with 4 per layer: the first and last two layers one rung up (4 bits).
   for (std::size_t u = 0; u < profile.units.size(); ++u) {
     const int layer = profile.units[u].unit.layer;
-    if (layer < 2 || layer >= 6)
+    if (layer < 2 || layer >= 6) {
       EXPECT_EQ((*choice)[u], 2) << profile.units[u].unit.name();
-    else
+    } else {
       EXPECT_LT((*choice)[u], 2) << profile.units[u].unit.name();
+    }
   }
 }
 
@@ -159,7 +167,9 @@ TEST(AllocationTest, ChoiceSpecGivesEveryUnitItsSpec) {
         if (unit.role != role) continue;
         EXPECT_EQ(spec.spec_for(unit.layer, unit.head), kLadder[static_cast<std::size_t>(choice[u])]) << unit.name();
       }
-      if (trial % 3 == 0) EXPECT_TRUE(spec.is_uniform());
+      if (trial % 3 == 0) {
+        EXPECT_TRUE(spec.is_uniform());
+      }
     }
   }
 }
@@ -176,6 +186,83 @@ TEST(CandidatesTest, SplitsWhereASpecBegins) {
   });
   EXPECT_NE(message.find("--candidates"), std::string::npos) << message;
   EXPECT_EQ(default_candidates().size(), 8u);
+}
+
+// An offline profile of random components (3 per candidate per seed) at layer-head granularity.
+Profile random_offline_profile(std::mt19937_64& rng) {
+  Profile profile = random_profile(rng, 3, kLadder);
+  profile.kind = ProfileKind::offline;
+  profile.seeds = {0, 5};
+  std::uniform_real_distribution<double> share(0.0, 0.01);
+  for (UnitProfile& unit : profile.units) {
+    for (UnitMeasurement& measured : unit.candidates) {
+      measured.components.assign(3, {});
+      for (auto& per_seed : measured.components) per_seed = {share(rng), share(rng)};
+    }
+  }
+  profile.content_key = std::string(64, 'a');
+  profile.source = R"({"kind":"offline"})";
+  return profile;
+}
+
+void expect_same_units(const Profile& a, const Profile& b) {
+  ASSERT_EQ(a.units.size(), b.units.size());
+  for (std::size_t u = 0; u < a.units.size(); ++u) {
+    EXPECT_EQ(a.units[u].unit.name(), b.units[u].unit.name());
+    EXPECT_EQ(a.units[u].values, b.units[u].values);
+    ASSERT_EQ(a.units[u].candidates.size(), b.units[u].candidates.size());
+    for (std::size_t c = 0; c < a.units[u].candidates.size(); ++c) {
+      EXPECT_EQ(a.units[u].candidates[c].bytes, b.units[u].candidates[c].bytes);
+      EXPECT_EQ(a.units[u].candidates[c].components, b.units[u].candidates[c].components);  // 17 digits: exact
+    }
+  }
+}
+
+TEST(ProfileTest, JsonAndCacheGiveTheProfileBack) {
+  std::mt19937_64 rng(9);
+  const Profile profile = random_offline_profile(rng);
+  const Profile back = profile_from_json(nlohmann::json::parse(profile_json(profile, nullptr).dump()), "p.json");
+  EXPECT_EQ(back.candidates, profile.candidates);
+  EXPECT_EQ(back.seeds, profile.seeds);
+  EXPECT_EQ(back.layers, profile.layers);
+  EXPECT_EQ(back.content_key, profile.content_key);
+  expect_same_units(profile, back);
+
+  const std::string folder = testing::scratch_folder("allocate_cache");
+  const std::string path = profile_cache_path(folder, ProfileKind::offline, profile.content_key);
+  write_cached_profile(path, profile);
+  std::string warning;
+  const std::optional<Profile> cached = read_cached_profile(path, profile.content_key, warning);
+  ASSERT_TRUE(cached.has_value()) << warning;
+  expect_same_units(profile, *cached);
+  EXPECT_FALSE(read_cached_profile(path, std::string(64, 'b'), warning).has_value());
+  EXPECT_NE(warning.find("another profile"), std::string::npos) << warning;
+}
+
+TEST(ProfileTest, TheLayerProfileIsTheSumOverHeads) {
+  std::mt19937_64 rng(13);
+  const Profile by_head = random_offline_profile(rng);
+  const Profile by_layer = profile_by_layer(by_head);
+  ASSERT_EQ(by_layer.units.size(), 3u * 2);
+  EXPECT_EQ(by_layer.total_values(), by_head.total_values());
+  for (std::size_t u = 0; u < by_layer.units.size(); ++u) {
+    const UnitProfile& layer_unit = by_layer.units[u];
+    EXPECT_EQ(layer_unit.unit.head, -1);
+    for (std::size_t c = 0; c < kLadder.size(); ++c) {
+      std::uint64_t bytes = 0;
+      double first = 0;
+      for (const UnitProfile& head_unit : by_head.units) {
+        if (head_unit.unit.layer != layer_unit.unit.layer || head_unit.unit.role != layer_unit.unit.role) continue;
+        bytes += head_unit.candidates[c].bytes;
+        first += head_unit.candidates[c].components[1][1];
+      }
+      EXPECT_EQ(layer_unit.candidates[c].bytes, bytes);
+      EXPECT_DOUBLE_EQ(layer_unit.candidates[c].components[1][1], first);
+    }
+  }
+  Profile model = by_head;
+  model.kind = ProfileKind::model;
+  EXPECT_THROW((void)profile_by_layer(model), InternalError);
 }
 
 }  // namespace
