@@ -1,7 +1,8 @@
 # tqlab allocate through the real binary (docs/ALLOCATE.md):
 # - the offline profile of a small synthetic dump: a tqlab.allocation/1 document and a table, the
 #   allocation within the budget and never predicted worse than the uniform spec or the boundary rule;
-# - the profile cached by content: another budget measures nothing, the same numbers;
+# - the profile cached by content: another budget measures nothing, the same numbers; the same
+#   document for any thread count;
 # - --verify measures the allocation, uniform and boundary by the sweep; a sweep config's
 #   "runs": [{"allocation": FILE}] measures the allocation at its bits;
 # - a deliberately fragile unit gets the dearest candidate, a free one (its queries are zero) the cheapest;
@@ -47,6 +48,21 @@ assert c["granularity"] == "layer" and len(c["allocation"]["units"]) == 4 * 2
 assert a["budget"]["given"] == "tq:b=3,nc" and "uniform tq:b=3,nc" in [x["name"] for x in a["compared"]]
 assert not a["cache"]["hit"] and b["cache"]["hit"] and c["cache"]["hit"], "the profile was not reused"
 assert a["profile"]["units"] == b["profile"]["units"], "the cached profile differs from the measured one"
+PY
+
+# The same document for any thread count (outside timing, the profile's wall time and the cache).
+for threads in 1 2; do
+  expect_exit 0 "allocate --threads $threads" -- "$TQLAB" allocate --config offline.json --budget 3.5 \
+    --candidates "$ladder" --no-cache --threads "$threads" -o "t$threads.json" --quiet
+done
+"$python" - t1.json t2.json <<'PY' || fail "the document depends on the thread count"
+import json, sys
+one, two = (json.load(open(p)) for p in sys.argv[1:])
+for d in (one, two):
+    for key in ("timing", "cache"):
+        d.pop(key)
+    d["profile"].pop("seconds")
+assert one == two
 PY
 
 # ---------------------------------------------------------------- --verify and a sweep of the allocation
