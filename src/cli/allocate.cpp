@@ -34,6 +34,7 @@ namespace {
 
 struct AllocateCommandOptions {
   std::string config;
+  std::string data;
   std::string budget;
   std::string granularity = "layer-head";
   std::string candidates;
@@ -164,6 +165,10 @@ int run_allocate_command(const AllocateCommandOptions& options) {
   }
 
   SweepConfig config = load_sweep_config(options.config, false);
+  if (!options.data.empty()) {  // the user's path, relative to where they stand
+    config.data.path = options.data;
+    config.data.resolved_path = options.data;
+  }
   if (!options.seeds.empty()) config.seeds = parse_seed_list(options.seeds, "allocate");
   ProfileKind kind = config.model ? ProfileKind::model : ProfileKind::offline;
   if (!options.profile.empty()) {
@@ -246,6 +251,7 @@ void setup_allocate(CLI::App& app, int& exit_code) {
                           "tqlab-allocate"));
   command->add_option("--config", options->config, "Sweep config (JSON): its data or model block, seeds, metrics")
       ->required();
+  command->add_option("--data", options->data, "Tensor file to profile (overrides data.path)");
   command->add_option("--budget", options->budget, "Mean bits per value (e.g. 3.25), or a candidate's uniform bits")
       ->required();
   command->add_option("--granularity", options->granularity, "Units: layer, or layer-head")->capture_default_str();
