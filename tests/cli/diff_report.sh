@@ -1,9 +1,8 @@
 # tqlab diff and tqlab report through the real binary: exit 0 for a file against itself
 # (every committed results/*.json but the allocation documents included, and each reported), 1 for changed
-# metrics, runs, config or data (the
-# sha256 said loudly), within-SE changes marked and counted unless --ignore-within-se, --metric,
-# --rtol, --json that parses, bounds and codebook files matched by dim/bits; report's Markdown and
-# CSV; every bad input exit 2 with one line naming the file.
+# metrics, runs, config or data (the sha256 said loudly), within-SE changes marked and counted unless
+# --ignore-within-se, --metric, --rtol, --json that parses, bounds and codebook files matched by dim/bits;
+# report's Markdown and CSV; every bad input exit 2 with one line naming the file.
 source "$(dirname "$0")/lib.sh" "$@"
 rm -rf -- *.safetensors *.json *.txt *.md *.csv
 python=/usr/bin/python3
