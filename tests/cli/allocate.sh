@@ -5,7 +5,8 @@
 #   document for any thread count;
 # - --verify measures the allocation, uniform and boundary by the sweep; a sweep config's
 #   "runs": [{"allocation": FILE}] measures the allocation at its bits;
-# - a deliberately fragile unit gets the dearest candidate, a free one (its queries are zero) the cheapest;
+# - a deliberately fragile head (and its layer) gets the most bits, a free one (its queries are zero) the
+#   cheapest;
 # - the model profile on the bundled model: prefix reuse gives the floats of passes from layer 0;
 # - every bad input exit 2 with one line naming the option or file, before any compute.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -124,6 +125,15 @@ for metric in ("attn_out_rel_err", "attn_kl"):
     measured = {name: r["metrics"][metric]["mean"] for r in d["verify"]["runs"] for name in r["names"]}
     assert measured["allocation"] < measured["uniform tq:b=3,nc"], (metric, measured)
     assert measured["allocation"] < measured["boundary"], (metric, measured)
+PY
+  # Per layer: layer 1's keys hold the fragile head, so they get the most bits of any unit.
+  expect_exit 0 "allocate a fragile layer" -- "$TQLAB" allocate --config fragile.json --budget tq:b=3,nc \
+    --candidates tq:b=2,nc,tq:b=3,nc,tq:b=4,nc,tq:b=5,nc --granularity layer -o fragile_layer.json --quiet
+  "$python" - fragile_layer.json <<'PY' || fail "the fragile layer was not found"
+import json, sys
+units = json.load(open(sys.argv[1]))["allocation"]["units"]
+bits = {u["unit"]: u["bits"] for u in units}
+assert max(bits, key=bits.get) == "L1.K" and list(bits.values()).count(bits["L1.K"]) == 1, bits
 PY
 fi
 
