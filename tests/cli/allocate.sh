@@ -8,7 +8,7 @@
 # - a deliberately fragile head (and its layer) gets the most bits, a free one (its queries are zero) the
 #   cheapest;
 # - the model profile on the bundled model: prefix reuse gives the floats of passes from layer 0;
-# - every bad input exit 2 with one line naming the option or file, before any compute.
+# - every bad input exit 2 with one line naming the option or file, and no output left behind.
 source "$(dirname "$0")/lib.sh" "$@"
 rm -rf -- *.safetensors *.npz *.json *.txt cache
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
