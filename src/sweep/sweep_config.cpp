@@ -290,7 +290,12 @@ void read_allocation_run(const JsonReader& reader, const std::string& config_pat
   const std::string written = reader.as_string();
   if (written.empty()) reader.fail("the allocation file's path is empty");
   const std::string file = resolve_against(config_path, written);
-  const nlohmann::json document = read_json_file(file);
+  nlohmann::json document;
+  try {
+    document = read_json_file(file, "allocation");
+  } catch (const InputError& error) {
+    reader.fail("{}", error.what());  // the config's key path first, then the file's trouble
+  }
   const JsonReader root(document, file, "", "allocation");
   if (root.at("schema").as_string() != "tqlab.allocation/1") root.at("schema").fail("not tqlab.allocation/1");
   const JsonReader run = root.at("allocation").at("run");
