@@ -176,7 +176,7 @@ INSTANTIATE_TEST_SUITE_P(
                   [](json& c) {
                     c["runs"] = {{{"allocation", "a.json"}}};
                   },
-                  {"runs[0].allocation"}},
+                  {"runs[0].allocation", "allocation 'a.json'", "cannot be read"}},
         BadConfig{"layer_spec_key",
                   [](json& c) {
                     c["runs"] = {{{"k", {{"default", "fp16"}, {"layers", {{"x", "fp16"}}}}}, {"v", "fp16"}}};

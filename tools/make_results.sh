@@ -18,6 +18,7 @@ tqlab=$build_dir/tqlab
 [ -f data/sample_kv.safetensors ] || "$tqlab" synth -o data/sample_kv.safetensors
 [ "${E2E_ONLY:-0}" = 1 ] || for config in configs/*.json; do
   name=$(basename "$config" .json)
+  case $name in allocate_*) continue ;; esac  # tqlab allocate's configs: below
   echo "== $name (synthetic sample)"
   "$tqlab" sweep --config "$config" --quiet --out "results/$name.json"
   if [ "$name" != quickstart ] && [ -n "$real" ]; then
@@ -33,3 +34,19 @@ for config in configs/e2e/*.json; do
   "$tqlab" sweep --config "$config" --quiet --out "results/$name.e2e.json"
 done
 /usr/bin/python3 tools/e2e_findings.py > results/e2e_findings.md
+# tqlab allocate at the bits of uniform tq:b=3,nc (docs/FINDINGS.md#where-the-bits-go-tqlab-allocate):
+# the offline profile on the sample (and the real dump), the model profile on the bundled model,
+# and the offline profile of the model's own Q/K/V calibrated to it.
+allocate=("$tqlab" allocate --budget tq:b=3,nc --verify --no-cache --quiet)
+echo "== allocate (synthetic sample)"
+"${allocate[@]}" --config configs/allocate_sample.json -o results/allocate_sample.json >/dev/null
+if [ -n "$real" ]; then
+  echo "== allocate ($real)"
+  "${allocate[@]}" --config configs/allocate_sample.json --data "$real" -o results/allocate_sample.tinyllama.json \
+    >/dev/null
+fi
+echo "== allocate (data/tinyllama_hf, model profile)"
+"${allocate[@]}" --config configs/allocate_tinyllama.json -o results/allocate_tinyllama.json >/dev/null
+echo "== allocate (data/tinyllama_hf, offline profile calibrated to the model's)"
+"${allocate[@]}" --config configs/allocate_tinyllama.json --profile offline --calibrate \
+  -o results/allocate_tinyllama.offline.json >/dev/null

@@ -3,8 +3,9 @@
 
 usage: plot_results.py RESULTS.json... -o DIR [--dump TENSORS] [--dim D]
 
-Each input is a `tqlab sweep` results file (schema tqlab.sweep/1) or a
-`tqlab verify-bounds --json` file (tqlab.bounds/2, or /1 as tqlab before 0.2 wrote it); the figures written are:
+Each input is a `tqlab sweep` results file (schema tqlab.sweep/1), a
+`tqlab verify-bounds --json` file (tqlab.bounds/2, or /1 as tqlab before 0.2 wrote it) or a
+`tqlab allocate` document (tqlab.allocation/1); the figures written are:
 
 From sweep results (all given files overlaid, one colour and line style per file,
 one marker per method -- the part of the K spec before ':'):
@@ -28,7 +29,13 @@ default 128 when measured, else the largest):
   bounds_distortion-STEM.png      D_mse and d*D_prod against bits, between their lower
                                   and upper bounds, log y, one colour per dimension
 
-Sizes (pixels, 100 dpi): the vs-bits, per-layer and distortion figures 800x500;
+Per allocation file STEM (docs/ALLOCATE.md):
+  allocation_bits-STEM.png        the bits per value of each unit's spec: one row per layer, one
+                                  column per role (and kv head), the number in each cell
+  allocation_frontier-STEM.png    predicted damage against budget: the allocation's optimum at
+                                  every budget and each uniform spec, log y, the budget marked
+
+Sizes (pixels, 100 dpi): the allocation figures 800x500; the vs-bits, per-layer and distortion figures 800x500;
 the heatmap 800x500 up to 12 runs, then 0.35 inch taller per run; the histogram
 grids 1000x750. Exit 0 when every figure was written, 2 (one line on stderr naming
 the file) when an input cannot be read or is of another schema.
@@ -47,6 +54,7 @@ plt = np = LogNorm = Line2D = read_float_tensors = None
 
 # verify-bounds documents: schema 2 renamed schema 1's seed001 fields (the plots read neither).
 BOUNDS_SCHEMAS = ("tqlab.bounds/2", "tqlab.bounds/1")
+ALLOCATION_SCHEMA = "tqlab.allocation/1"
 DPI = 100
 WIDE = (8, 5)
 GRID = (10, 7.5)
@@ -83,9 +91,11 @@ def load(path):
         raise InputError(f"'{path}': cannot be read ({error.strerror})")
     except ValueError as error:
         raise InputError(f"'{path}': not valid JSON: {error}")
-    if not isinstance(document, dict) or document.get("schema") not in ("tqlab.sweep/1", *BOUNDS_SCHEMAS):
+    if not isinstance(document, dict) or document.get("schema") not in ("tqlab.sweep/1", ALLOCATION_SCHEMA,
+                                                                          *BOUNDS_SCHEMAS):
         schema = document.get("schema") if isinstance(document, dict) else None
-        raise InputError(f"'{path}': schema {schema!r}, expected tqlab.sweep/1 or tqlab.bounds/2")
+        raise InputError(f"'{path}': schema {schema!r}, expected tqlab.sweep/1, tqlab.bounds/2 or "
+                         f"{ALLOCATION_SCHEMA}")
     return document
 
 
@@ -356,6 +366,59 @@ def plot_distortion(path, document, directory, written):
     save(figure, directory, f"bounds_distortion-{stem(path)}.png", written)
 
 
+def plot_allocation_bits(path, document, directory, written):
+    units = document["allocation"]["units"]
+    layers = sorted({unit["layer"] for unit in document["profile"]["units"]})
+    columns = []  # (role, head): keys' columns first
+    for unit in document["profile"]["units"]:
+        column = (unit["role"], unit["head"])
+        if column not in columns:
+            columns.append(column)
+    columns.sort(key=lambda column: (column[0] != "key", -1 if column[1] is None else column[1]))
+    grid = np.full((len(layers), len(columns)), np.nan)
+    for unit, chosen in zip(document["profile"]["units"], units):
+        grid[layers.index(unit["layer"]), columns.index((unit["role"], unit["head"]))] = chosen["bits"]
+    figure, axes = plt.subplots(figsize=WIDE)
+    image = axes.imshow(grid, aspect="auto", cmap="viridis")
+    for row in range(len(layers)):
+        for column in range(len(columns)):
+            axes.text(column, row, f"{grid[row, column]:.2f}", ha="center", va="center", color="white", fontsize=8)
+    axes.set_xticks(range(len(columns)))
+    axes.set_xticklabels([("K" if role == "key" else "V") + ("" if head is None else f".h{head}")
+                          for role, head in columns])
+    axes.set_yticks(range(len(layers)))
+    axes.set_yticklabels([str(layer) for layer in layers])
+    axes.set_ylabel("layer")
+    figure.colorbar(image, ax=axes, label="bits per value")
+    budget = document["budget"]
+    axes.set_title(f"{stem(path)}: {document['objective']['profile']} profile, budget {budget['bits']:.4g} bits "
+                   f"({budget['given']})")
+    figure.tight_layout()
+    save(figure, directory, f"allocation_bits-{stem(path)}.png", written)
+
+
+def plot_allocation_frontier(path, document, directory, written):
+    figure, axes = plt.subplots(figsize=WIDE)
+    frontier = [point for point in document["frontier"] if point["damage"] > 0]
+    axes.plot([p["bits"] for p in frontier], [p["damage"] for p in frontier], "-", label="allocation (optimum)")
+    uniform = [u for u in document["uniform"] if u["damage"] > 0]
+    axes.plot([u["bits"] for u in uniform], [u["damage"] for u in uniform], "s",
+              label="uniform (each spec at its bits)")
+    for u in uniform:
+        axes.annotate(u["spec"], (u["bits"], u["damage"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    for compared in document["compared"]:
+        if compared["name"] == "boundary" and compared["damage"] > 0:
+            axes.plot([compared["bits"]], [compared["damage"]], "^", label="boundary")
+    axes.axvline(document["budget"]["bits"], color="grey", linewidth=0.8, linestyle=":")
+    axes.set_yscale("log")
+    axes.set_xlabel("bits per value (budget)")
+    axes.set_ylabel(f"predicted damage ({document['objective']['damage']})")
+    axes.set_title(f"{stem(path)}: predicted damage against budget")
+    axes.legend()
+    figure.tight_layout()
+    save(figure, directory, f"allocation_frontier-{stem(path)}.png", written)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -382,6 +445,10 @@ def main():
                 plot_layer_mse(path, document, args.out, written)
                 if args.dump:
                     plot_norm_ratio(path, document, args.dump, args.out, written)
+        for path, document in documents:
+            if document["schema"] == ALLOCATION_SCHEMA:
+                plot_allocation_bits(path, document, args.out, written)
+                plot_allocation_frontier(path, document, args.out, written)
         for path, document in documents:
             if document["schema"] not in BOUNDS_SCHEMAS:
                 continue

@@ -37,6 +37,7 @@ void setup_report(CLI::App& app, int& exit_code);
 void setup_ppl(CLI::App& app, int& exit_code);
 void setup_dump(CLI::App& app, int& exit_code);
 void setup_tokenize(CLI::App& app, int& exit_code);
+void setup_allocate(CLI::App& app, int& exit_code);
 
 /// Every --help fits a terminal: no line is wider than this.
 inline constexpr std::size_t kHelpWidth = 100;

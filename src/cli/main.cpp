@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   tqlab::cli::setup_tokenize(app, exit_code);
   tqlab::cli::setup_ppl(app, exit_code);
   tqlab::cli::setup_dump(app, exit_code);
+  tqlab::cli::setup_allocate(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -4,10 +4,13 @@
 //   "tq:b=3"  or  {"default": "tq:b=3", "layers": {"0": "tq:b=5", "1": {"default": ..., "heads": {"0": ...}}}}
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 namespace tqlab {
 
@@ -24,5 +27,12 @@ struct LayeredSpec {
   /// Every distinct spec string it names.
   std::vector<std::string> all_specs() const;
 };
+
+/// The spec as a sweep config writes it: the default's string when uniform, else
+/// {"default": spec, "layers": {"L": spec | {"default": spec, "heads": {"H": spec}}}} (layers and
+/// heads ascending, "default" of a layer only when it has a layer spec), every spec through
+/// `name` (e.g. made canonical for a head dim).
+nlohmann::ordered_json layered_spec_json(
+    const LayeredSpec& spec, const std::function<std::string(const std::string&)>& name = nullptr);
 
 }  // namespace tqlab

@@ -49,10 +49,18 @@ EndToEndSession::EndToEndSession(const Transformer& model, std::vector<std::int3
   base_logits_.resize(static_cast<std::size_t>(logit_rows_) * config.vocab_size);
   run_logits_.resize(base_logits_.size());
   std::vector<double> scratch;
+  if (options_.keep_layer_inputs) layer_inputs_.resize(static_cast<std::size_t>(chunks_) * config.layers);
   for (int chunk = 0; chunk < chunks_; ++chunk) {
     const std::vector<std::int32_t> ids = chunk_tokens(chunk);
     ForwardOptions forward_options;
     forward_options.first_output = first_scored_;
+    if (options_.keep_layer_inputs) {
+      forward_options.on_layer_input = [&](int layer, const float* x) {
+        if (layer == 0) return;  // the embedding: a start there is a whole forward
+        const auto count = static_cast<std::size_t>(ctx) * hidden;
+        layer_inputs_[static_cast<std::size_t>(chunk) * config.layers + layer].assign(x, x + count);
+      };
+    }
     forward(model, ids, forward_options, workspace_, workers_, out.data());
     const int scored = scored_per_chunk();
     base_hidden_.emplace_back(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(scored) * hidden);
@@ -81,8 +89,23 @@ std::vector<std::int32_t> EndToEndSession::chunk_tokens(int chunk) const {
   return ids;
 }
 
-RunSeedResult EndToEndSession::run(const KvCacheQuantization& cache) {
+RunSeedResult EndToEndSession::run(const KvCacheQuantization& cache, int first_layer) {
   const ModelConfig& config = model_->config();
+  if (first_layer < 0 || first_layer >= config.layers || (first_layer > 0 && layer_inputs_.empty())) {
+    throw InternalError(fmt::format("EndToEndSession::run: first_layer {} of {} layers{}", first_layer, config.layers,
+                                    layer_inputs_.empty() ? " without keep_layer_inputs" : ""));
+  }
+  for (int layer = 0; layer < first_layer; ++layer) {
+    for (const auto* role : {&cache.key, &cache.value}) {
+      for (const Quantizer* quantizer : (*role)[static_cast<std::size_t>(layer)]) {
+        if (quantizer->spec() != "fp32") {
+          throw InternalError(fmt::format("EndToEndSession::run: layer {} is quantized ({}) but the run starts at "
+                                          "layer {}",
+                                          layer, quantizer->spec(), first_layer));
+        }
+      }
+    }
+  }
   RunSeedResult result;
   const auto layers = static_cast<std::size_t>(config.layers);
   result.bytes.key.assign(layers, 0);
@@ -96,6 +119,11 @@ RunSeedResult EndToEndSession::run(const KvCacheQuantization& cache) {
     forward_options.bytes = &result.bytes;
     forward_options.where =
         fmt::format("model '{}', chunk {}", model_->checkpoint().dir(), options_.first_chunk + chunk);
+    if (first_layer > 0) {
+      forward_options.first_layer = first_layer;
+      forward_options.first_input =
+          layer_inputs_[static_cast<std::size_t>(chunk) * config.layers + static_cast<std::size_t>(first_layer)].data();
+    }
     forward(*model_, ids, forward_options, workspace_, workers_, out.data());
     compare_chunk(chunk, out.data(), result.series);
     if (options_.on_chunk) options_.on_chunk(chunk + 1, chunks_, options_.ctx);

@@ -20,6 +20,14 @@
 // floats the base pass had (the same sgemm on the same blocks), so every run
 // compares against one base. A run costs one forward of every chunk plus the
 // base's output layer on the scored positions.
+//
+// A run whose cache is exact in the layers before some layer L (the allocation
+// profile quantizes one layer's K or V at a time) need not compute them again:
+// with keep_layer_inputs the base also keeps, per chunk, the residual stream
+// entering every layer from 1 on (chunks x (layers - 1) x ctx x hidden floats),
+// and run(cache, L) starts each chunk at layer L from it. The floats are those
+// of a run from layer 0 (an exact cache reproduces the base's layers exactly),
+// at the cost of layers L.. only.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +54,7 @@ struct EndToEndOptions {
   bool bos = false;
   int threads = 0;
   int first_chunk = 0;  ///< the number messages give the first chunk (a session over one chunk of many)
+  bool keep_layer_inputs = false;  ///< keep each layer's input of the base, for run(cache, first_layer)
   ChunkOptionNames names;  ///< how the options are named in messages
   /// After each chunk of the base and of every run: (chunks done, chunks in this pass, tokens of a chunk).
   std::function<void(int done, int total, int ctx)> on_chunk;
@@ -84,8 +93,11 @@ class EndToEndSession {
 
   /// Runs every chunk with `cache` (its seed included) and compares with the base.
   /// InputError (naming the chunk, layer and head) when a quantizer refuses the
-  /// cache's values, or when logits come out NaN/Inf.
-  RunSeedResult run(const KvCacheQuantization& cache);
+  /// cache's values, or when logits come out NaN/Inf. first_layer > 0 starts each
+  /// chunk there from the base's kept layer inputs (keep_layer_inputs); every
+  /// quantizer of the layers before it must be fp32 (InternalError otherwise). The
+  /// bytes then count layers first_layer.. only.
+  RunSeedResult run(const KvCacheQuantization& cache, int first_layer = 0);
 
  private:
   // Compares the scored positions of chunk `chunk`: hidden (scored x hidden) against the base's.
@@ -101,6 +113,7 @@ class EndToEndSession {
   Workers workers_;
   ForwardWorkspace workspace_;
   std::vector<std::vector<float>> base_hidden_;  ///< [chunk]: scored x hidden
+  std::vector<std::vector<float>> layer_inputs_;  ///< [chunk * layers + layer], layer >= 1: ctx x hidden
   std::vector<float> base_logits_, run_logits_;   ///< logit_rows x vocab
   BaseResult base_;
 };

@@ -50,23 +50,9 @@ std::vector<std::vector<const Quantizer*>> resolve(KvCachePlan& plan, std::vecto
 
 // The name results record: the spec canonical for the head dim, per layer and head when the spec says so.
 std::string canonical(const LayeredSpec& spec, int dim) {
-  const auto one = [&](const std::string& text) { return make_quantizer(text)->spec_for_dim(dim); };
-  if (spec.is_uniform()) return one(spec.default_spec);
-  nlohmann::ordered_json layers = nlohmann::ordered_json::object();
-  std::map<int, nlohmann::ordered_json> by_layer;
-  for (const auto& [layer, text] : spec.layer_specs) by_layer[layer] = one(text);
-  for (const auto& [where, text] : spec.head_specs) {
-    nlohmann::ordered_json& entry = by_layer[where.first];
-    if (!entry.is_object()) {
-      nlohmann::ordered_json object = nlohmann::ordered_json::object();
-      if (entry.is_string()) object["default"] = entry;
-      object["heads"] = nlohmann::ordered_json::object();
-      entry = object;
-    }
-    entry["heads"][std::to_string(where.second)] = one(text);
-  }
-  for (auto& [layer, entry] : by_layer) layers[std::to_string(layer)] = entry;
-  return nlohmann::ordered_json{{"default", one(spec.default_spec)}, {"layers", layers}}.dump();
+  const nlohmann::ordered_json written =
+      layered_spec_json(spec, [&](const std::string& text) { return make_quantizer(text)->spec_for_dim(dim); });
+  return written.is_string() ? written.get<std::string>() : written.dump();
 }
 
 }  // namespace

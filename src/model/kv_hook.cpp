@@ -35,8 +35,14 @@ void fill_layer_cache(const KvCacheQuantization& quantization, int layer, int to
     for (int t = 0; t < tokens; ++t)
       std::memcpy(cache + t * stride + column, decoded.data() + static_cast<std::ptrdiff_t>(t) * head_dim, row_bytes);
   });
-  for (std::size_t item = 0; item < item_bytes.size(); ++item)
+  for (auto* per_head : {&bytes.key_head, &bytes.value_head}) {
+    if (per_head->size() <= l) per_head->resize(l + 1);
+    (*per_head)[l].resize(static_cast<std::size_t>(kv_heads), 0);
+  }
+  for (std::size_t item = 0; item < item_bytes.size(); ++item) {
     (item % 2 == 0 ? bytes.key : bytes.value)[l] += item_bytes[item];
+    (item % 2 == 0 ? bytes.key_head : bytes.value_head)[l][item / 2] += item_bytes[item];
+  }
   const auto values =
       static_cast<std::uint64_t>(tokens) * static_cast<std::uint64_t>(kv_heads) * static_cast<std::uint64_t>(head_dim);
   bytes.key_values[l] += values;

@@ -42,6 +42,8 @@ struct KvCacheQuantization {
 struct KvCacheBytes {
   std::vector<std::uint64_t> key, value;  ///< [layer]
   std::vector<std::uint64_t> key_values, value_values;  ///< [layer]: values quantized
+  /// [layer][kv head]: the same bytes per head (sized by fill_layer_cache for the layers it fills).
+  std::vector<std::vector<std::uint64_t>> key_head, value_head;
 };
 
 /// Fills the cache of one layer: k_cache, v_cache (tokens x stride floats,

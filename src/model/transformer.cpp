@@ -79,21 +79,31 @@ void forward(const Transformer& model, std::span<const std::int32_t> tokens, con
   }
   for (auto* buffer : {&ws.gate, &ws.up}) resize(*buffer, n, inner);
 
-  // Embedding rows, converted one at a time.
-  std::vector<float>& row_buffer = workers.floats(0, 0);
-  for (int t = 0; t < n; ++t) {
-    const std::int32_t id = tokens[static_cast<std::size_t>(t)];
-    if (id < 0 || id >= config.vocab_size) {
-      throw InternalError(fmt::format("forward: token id {} outside the vocabulary of {}", id, config.vocab_size));
+  if (options.first_layer < 0 || options.first_layer >= config.layers ||
+      (options.first_layer > 0) != (options.first_input != nullptr)) {
+    throw InternalError(fmt::format("forward: first_layer {} of {} layers, with{} first_input", options.first_layer,
+                                    config.layers, options.first_input ? "" : "out"));
+  }
+  if (options.first_input != nullptr) {
+    std::memcpy(ws.x.data(), options.first_input, static_cast<std::size_t>(n) * hidden * sizeof(float));
+  } else {
+    // Embedding rows, converted one at a time.
+    std::vector<float>& row_buffer = workers.floats(0, 0);
+    for (int t = 0; t < n; ++t) {
+      const std::int32_t id = tokens[static_cast<std::size_t>(t)];
+      if (id < 0 || id >= config.vocab_size) {
+        throw InternalError(fmt::format("forward: token id {} outside the vocabulary of {}", id, config.vocab_size));
+      }
+      const float* row = model.embedding().rows_as_float(id, 1, row_buffer);
+      std::memcpy(ws.x.data() + static_cast<std::ptrdiff_t>(t) * hidden, row,
+                  static_cast<std::size_t>(hidden) * sizeof(float));
     }
-    const float* row = model.embedding().rows_as_float(id, 1, row_buffer);
-    std::memcpy(ws.x.data() + static_cast<std::ptrdiff_t>(t) * hidden, row,
-                static_cast<std::size_t>(hidden) * sizeof(float));
   }
 
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
-  for (int layer = 0; layer < config.layers; ++layer) {
+  for (int layer = options.first_layer; layer < config.layers; ++layer) {
     const LayerWeights& w = model.layers()[static_cast<std::size_t>(layer)];
+    if (options.on_layer_input) options.on_layer_input(layer, ws.x.data());
     rms_norm(n, hidden, hidden, ws.x.data(), w.input_norm.data(), config.rms_norm_eps, ws.h.data());
     linear(n, ws.h.data(), w.q, bias_or_null(w.q_bias), ws.q.data(), q_width, workers);
     linear(n, ws.h.data(), w.k, bias_or_null(w.k_bias), ws.k.data(), kv_width, workers);

@@ -79,10 +79,19 @@ struct ForwardOptions {
   std::function<void(int layer, const float* q, const float* k, const float* v)> on_qkv;
   int first_output = 0;  ///< final hidden states of positions [first_output, tokens) are returned
   std::string where;     ///< prefixes hook errors: "model 'DIR', chunk 3"
+  /// The residual stream entering each layer (tokens x hidden_size floats), before its input norm.
+  std::function<void(int layer, const float* x)> on_layer_input;
+  /// Start at layer `first_layer` from `first_input` (tokens x hidden_size floats: what on_layer_input saw
+  /// entering that layer in a forward of the same tokens), skipping the embedding and the layers before it.
+  /// The caller vouches that those layers would compute the same floats again (their cache is exact): the
+  /// result is then the very floats of a whole forward. 0 (with first_input null): the whole forward.
+  int first_layer = 0;
+  const float* first_input = nullptr;
 };
 
-/// Runs the chunk `tokens` (ids < vocab_size; 0 <= first_output < tokens). hidden_out: (tokens - first_output) x
-/// hidden_size floats, the final-normed hidden states of the positions asked for.
+/// Runs the chunk `tokens` (ids < vocab_size; 0 <= first_output < tokens; 0 <= first_layer < layers, with
+/// first_input when first_layer > 0). hidden_out: (tokens - first_output) x hidden_size floats, the
+/// final-normed hidden states of the positions asked for.
 void forward(const Transformer& model, std::span<const std::int32_t> tokens, const ForwardOptions& options,
              ForwardWorkspace& workspace, Workers& workers, float* hidden_out);
 

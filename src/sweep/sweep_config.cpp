@@ -284,15 +284,36 @@ void read_grid(const JsonReader& reader, std::vector<SweepRunConfig>& runs) {
   }
 }
 
-void read_runs(const JsonReader& reader, std::vector<SweepRunConfig>& runs) {
+// "allocation": FILE, a tqlab.allocation/1 document (docs/ALLOCATE.md#document): its allocation's run
+// {"k", "v"}, read as a run's k and v are, the key paths naming the file.
+void read_allocation_run(const JsonReader& reader, const std::string& config_path, SweepRunConfig& config) {
+  const std::string written = reader.as_string();
+  if (written.empty()) reader.fail("the allocation file's path is empty");
+  const std::string file = resolve_against(config_path, written);
+  nlohmann::json document;
+  try {
+    document = read_json_file(file, "allocation");
+  } catch (const InputError& error) {
+    reader.fail("{}", error.what());  // the config's key path first, then the file's trouble
+  }
+  const JsonReader root(document, file, "", "allocation");
+  if (root.at("schema").as_string() != "tqlab.allocation/1") root.at("schema").fail("not tqlab.allocation/1");
+  const JsonReader run = root.at("allocation").at("run");
+  config.k = read_layered_spec(run.at("k"));
+  config.v = read_layered_spec(run.at("v"));
+}
+
+void read_runs(const JsonReader& reader, const std::string& path, std::vector<SweepRunConfig>& runs) {
   for (const JsonReader& run : reader.elements()) {
-    if (run.is_object() && run.has("allocation")) {
-      run.at("allocation").fail("allocation files are not supported yet; give \"k\" and \"v\" (per layer if needed)");
-    }
-    run.allow_only({"k", "v", "window", "sink"});
     SweepRunConfig config;
-    config.k = read_layered_spec(run.at("k"));
-    config.v = read_layered_spec(run.at("v"));
+    if (run.is_object() && run.has("allocation")) {
+      run.allow_only({"allocation", "window", "sink"});
+      read_allocation_run(run.at("allocation"), path, config);
+    } else {
+      run.allow_only({"k", "v", "window", "sink"});
+      config.k = read_layered_spec(run.at("k"));
+      config.v = read_layered_spec(run.at("v"));
+    }
     if (const auto window = run.find("window")) config.window = read_token_count(*window);
     if (const auto sink = run.find("sink")) config.sink = read_token_count(*sink);
     config.origin = run.path();
@@ -310,7 +331,7 @@ std::string describe_layers(const std::optional<std::vector<int>>& layers) {
   return fmt::format("{}", fmt::join(*layers, ","));
 }
 
-SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string& path) {
+SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string& path, bool require_runs) {
   const JsonReader root(document, path);
   root.allow_only({"name", "data", "model", "grid", "runs", "metrics", "seeds", "seed", "out"});
   SweepConfig config;
@@ -333,8 +354,8 @@ SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string
   std::optional<WindowMode> model_window_mode;
   if (const auto model = root.find("model")) read_model(*model, path, config.model.emplace(), model_window_mode);
   if (const auto grid = root.find("grid")) read_grid(*grid, config.runs);
-  if (const auto runs = root.find("runs")) read_runs(*runs, config.runs);
-  if (config.runs.empty()) {
+  if (const auto runs = root.find("runs")) read_runs(*runs, path, config.runs);
+  if (config.runs.empty() && (require_runs || root.has("grid") || root.has("runs"))) {
     root.fail("no runs: give \"grid\" with non-empty \"k\" and \"v\" lists, or a non-empty \"runs\" list");
   }
   if (const auto metrics = root.find("metrics")) {
@@ -373,6 +394,8 @@ SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string
   return config;
 }
 
-SweepConfig load_sweep_config(const std::string& path) { return parse_sweep_config(read_json_file(path), path); }
+SweepConfig load_sweep_config(const std::string& path, bool require_runs) {
+  return parse_sweep_config(read_json_file(path), path, require_runs);
+}
 
 }  // namespace tqlab

@@ -7,7 +7,8 @@
 //             "layout": "seq head token dim", "layers": "all", "nonfinite": "error"},
 //    "grid": {"k": ["tq:b=3,nc", "tq:b=4,nc"], "v": ["tq:b=3,nc"], "window": [0, 128], "sink": [0]},
 //    "runs": [{"k": "tq:b=8", "v": "tq:b=4"},
-//             {"k": {"default": "tq:b=3", "layers": {"0": "tq:b=5"}}, "v": "tq:b=3"}],
+//             {"k": {"default": "tq:b=3", "layers": {"0": "tq:b=5"}}, "v": "tq:b=3"},
+//             {"allocation": "alloc.json", "window": 0}],
 //    "metrics": {"reconstruction": true,
 //                "attention": {"chunk": 2048, "causal": true, "scale": "1/sqrt(d)", "window_mode": "recent"},
 //                "needle": {"trials": 256, "margins": [0.5, 1, 2, 4], "synth_trials": 40},
@@ -96,11 +97,12 @@ struct SweepConfig {
   std::string out;  ///< resolved output path; "" when neither config nor --out gives one
 };
 
-/// Reads and validates `path`. InputError names the file and the key path.
-SweepConfig load_sweep_config(const std::string& path);
+/// Reads and validates `path`. InputError names the file and the key path. `require_runs` false: a
+/// config without "grid" and "runs" is valid (tqlab allocate chooses the runs itself).
+SweepConfig load_sweep_config(const std::string& path, bool require_runs = true);
 
 /// Validates an already parsed document as if read from `path`.
-SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string& path);
+SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string& path, bool require_runs = true);
 
 /// The layer selection as the config writes it, for the results: the layer list
 /// actually used is recorded in the data section.

@@ -132,6 +132,15 @@ SweepEndToEnd assemble_end_to_end(const EndToEndTotals& totals) {
         if (sum.empty()) sum.assign(add.size(), 0);
         for (std::size_t i = 0; i < add.size() && i < sum.size(); ++i) sum[i] += add[i];
       }
+      for (auto member : {&KvCacheBytes::key_head, &KvCacheBytes::value_head}) {
+        std::vector<std::vector<std::uint64_t>>& sum = bytes.*member;
+        const std::vector<std::vector<std::uint64_t>>& add = part->bytes.*member;
+        if (sum.size() < add.size()) sum.resize(add.size());
+        for (std::size_t layer = 0; layer < add.size(); ++layer) {
+          if (sum[layer].size() < add[layer].size()) sum[layer].resize(add[layer].size(), 0);
+          for (std::size_t head = 0; head < add[layer].size(); ++head) sum[layer][head] += add[layer][head];
+        }
+      }
     }
   }
   return out;

@@ -174,6 +174,8 @@ Json model_run_json(const RunSeedResult& run) {
   Json series, bytes;
   for (const auto& [name, member] : kSeriesMembers) series[name] = exact_numbers_json(run.series.*member);
   for (const auto& [name, member] : kBytesMembers) bytes[name] = run.bytes.*member;
+  bytes["key_head"] = run.bytes.key_head;
+  bytes["value_head"] = run.bytes.value_head;
   return {{"series", series}, {"bytes", bytes}};
 }
 
@@ -183,9 +185,16 @@ RunSeedResult read_model_run(const JsonReader& reader) {
   series.allow_only({"nll_base", "nll", "kld", "p_base", "p", "same_top1"});
   for (const auto& [name, member] : kSeriesMembers) run.series.*member = read_exact_numbers(series.at(name));
   const JsonReader bytes = reader.at("bytes");
-  bytes.allow_only({"key", "value", "key_values", "value_values"});
+  bytes.allow_only({"key", "value", "key_values", "value_values", "key_head", "value_head"});
   for (const auto& [name, member] : kBytesMembers) {
     for (const JsonReader& count : bytes.at(name).elements()) (run.bytes.*member).push_back(count.as_unsigned());
+  }
+  for (const auto& [name, member] : {std::pair{"key_head", &KvCacheBytes::key_head},
+                                     std::pair{"value_head", &KvCacheBytes::value_head}}) {
+    for (const JsonReader& layer : bytes.at(name).elements()) {
+      std::vector<std::uint64_t>& heads = (run.bytes.*member).emplace_back();
+      for (const JsonReader& count : layer.elements()) heads.push_back(count.as_unsigned());
+    }
   }
   return run;
 }

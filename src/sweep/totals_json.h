@@ -20,7 +20,7 @@
 //   model base: {"unit": U, "base_nll": [per scored token of the chunk]};
 //   model run: {"unit": U, "model_run": {"series": {"nll_base", "nll", "kld", "p_base", "p", "same_top1":
 //               [per scored token of the chunk]}, "bytes": {"key", "value", "key_values",
-//               "value_values": [per layer]}}}.
+//               "value_values": [per layer], "key_head", "value_head": [per layer: [per kv head]]}}}.
 // A KL tail (metrics/quantile.h's UpperQuantile): [count, [kept values, largest first]].
 //
 // Reading checks types and the fixed lengths and names the key path of what is

@@ -1,6 +1,7 @@
 # tools/plot_results.py on results made here: three small sweeps overlaid, their per-layer
-# figures, the K/V norm ratio from --dump, and turboquant-explained's three figures from a verify-bounds
-# file. Every PNG exists, has its documented pixel size and is not blank; bad inputs exit 2
+# figures, the K/V norm ratio from --dump, turboquant-explained's three figures from a verify-bounds file and an
+# allocation's bit map and frontier.
+# Every PNG exists, has its documented pixel size and is not blank; bad inputs exit 2
 # with one line naming the file.
 source "$(dirname "$0")/lib.sh" "$@"
 rm -rf -- *.safetensors *.json *.txt figs
@@ -29,7 +30,10 @@ import json
 d = json.load(open('a.json'))
 d['runs'] = [dict(r, id=f'{r[\"id\"]} #{i}') for i in range(4) for r in d['runs']]
 json.dump(d, open('many.json', 'w'))"
-expect_exit 0 "plot" -- "$python" "$plot" a.json b.json many.json bounds.json -o figs --dump small.safetensors
+printf '{"data": {"path": "small.safetensors"}, "metrics": {"attention": {"chunk": 64}}}' >alloc_config.json
+expect_exit 0 "allocate" -- "$TQLAB" allocate --config alloc_config.json --budget tq:b=3,nc \
+  --candidates tq:b=2,nc,tq:b=3,nc,tq:b=4,nc -o alloc.json --quiet
+expect_exit 0 "plot" -- "$python" "$plot" a.json b.json many.json bounds.json alloc.json -o figs --dump small.safetensors
 "$python" - figs <<'PY' || fail "the figures are not as documented"
 import os, sys
 import matplotlib.image
@@ -39,6 +43,7 @@ expected = {  # name: (width, height) in pixels
     "attn_kl_vs_bits.png": (800, 500), "k_rel_mse_vs_bits.png": (800, 500),
     "bounds_ip_error-bounds.png": (1000, 750), "bounds_ip_error_by_ip-bounds.png": (1000, 750),
     "bounds_distortion-bounds.png": (800, 500),
+    "allocation_bits-alloc.png": (800, 500), "allocation_frontier-alloc.png": (800, 500),
 }
 for stem, runs in (("a", 4), ("b", 4), ("many", 16)):
     heatmap_height = 500 if runs <= 12 else int(round((0.35 * runs + 0.8) * 100))
@@ -61,7 +66,7 @@ for name, (width, height) in expected.items():
     chroma = rgb.max(axis=2).astype(int) - rgb.min(axis=2)
     assert (chroma > 60).mean() > 0.001, (name, (chroma > 60).mean())
 PY
-[ "$(grep -c '\.png$' out.txt)" = 14 ] || fail "plot did not list the 14 figures it wrote: $(cat out.txt)"
+[ "$(grep -c '\.png$' out.txt)" = 16 ] || fail "plot did not list the 16 figures it wrote: $(cat out.txt)"
 
 # ---------------------------------------------------------------- bad input: exit 2, one line
 expect_exit 0 "codebook" -- "$TQLAB" codebook export --dim 16 --bits 2 -o codebook.json

@@ -1,0 +1,97 @@
+#include "allocate/model_profile.h"
+
+#include <chrono>
+#include <memory>
+
+#include "core/error.h"
+#include "metrics/next_token_metrics.h"
+#include "quant/registry.h"
+#include "sweep/sweep_model.h"
+
+namespace tqlab {
+namespace {
+
+double metric_value(const NextTokenSeries& series, const std::string& name) {
+  for (const auto& [metric, value] : next_token_metrics(series)) {
+    if (metric == name) return value.value;
+  }
+  throw InternalError("next_token_metrics has no " + name);
+}
+
+}  // namespace
+
+Profile measure_model_profile(const SweepConfig& config, const SweepModel& model, const ModelProfileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const ModelConfig& shape = model.transformer->config();
+  const std::unique_ptr<Quantizer> exact = make_quantizer("fp32");
+  std::vector<std::unique_ptr<Quantizer>> quantizers;
+  for (const std::string& spec : options.candidates) {
+    quantizers.push_back(make_quantizer(spec));
+    quantizers.back()->check_dim(shape.head_dim);  // canonical_candidates checked it: an internal slip if not
+  }
+  std::vector<LayerHeads> layers;
+  for (int layer = 0; layer < shape.layers; ++layer) layers.push_back({layer, shape.kv_heads});
+  Profile profile;
+  profile.kind = ProfileKind::model;
+  profile.granularity = options.granularity;
+  profile.candidates = options.candidates;
+  profile.seeds = config.seeds;
+  for (const LayerHeads& layer : layers) profile.layers.push_back(layer.layer);
+  const std::vector<AllocationUnit> units = allocation_units(layers, options.granularity);
+
+  const std::size_t passes = 1 + units.size() * options.candidates.size() * config.seeds.size();
+  std::size_t pass = 0;
+  EndToEndOptions session_options = model.options;
+  session_options.threads = options.threads;
+  session_options.keep_layer_inputs = options.reuse_prefix;
+  session_options.on_chunk = [&](int done, int total, int) {
+    if (options.on_progress) options.on_progress(pass * static_cast<std::size_t>(total) + done, passes * total);
+  };
+  EndToEndSession session(*model.transformer, model.tokens.ids, session_options, model.tokens.path);
+
+  const ExactTokens exact_tokens{0, 0, config.metrics.attention_options.window_mode};
+  const auto heads = static_cast<std::size_t>(shape.kv_heads);
+  const std::vector<const Quantizer*> exact_heads(heads, exact.get());
+  double layers_computed = 0;
+  for (const AllocationUnit& unit : units) {
+    UnitProfile& entry = profile.units.emplace_back();
+    entry.unit = unit;
+    const int unit_heads = unit.head < 0 ? shape.kv_heads : 1;
+    entry.values = static_cast<std::uint64_t>(session.chunks()) * session.ctx() * shape.head_dim * unit_heads;
+    for (const std::unique_ptr<Quantizer>& quantizer : quantizers) {
+      UnitMeasurement& measurement = entry.candidates.emplace_back();
+      measurement.components.assign(2, {});
+      for (std::uint64_t seed : config.seeds) {
+        ++pass;
+        KvCacheQuantization cache;
+        cache.key.assign(static_cast<std::size_t>(shape.layers), exact_heads);
+        cache.value = cache.key;
+        auto& role_table = (unit.role == Role::key ? cache.key : cache.value)[static_cast<std::size_t>(unit.layer)];
+        for (std::size_t head = 0; head < heads; ++head) {
+          if (unit.holds_head(static_cast<int>(head))) role_table[head] = quantizer.get();
+        }
+        cache.exact = exact_tokens;
+        cache.seed = seed;
+        const int first_layer = options.reuse_prefix ? unit.layer : 0;
+        const RunSeedResult result = session.run(cache, first_layer);
+        layers_computed += shape.layers - first_layer;
+        measurement.components[0].push_back(metric_value(result.series, "e2e_kld"));
+        measurement.components[1].push_back(metric_value(result.series, "e2e_ln_ppl_ratio"));
+        if (seed == config.seeds.front()) {
+          const auto& per_head = (unit.role == Role::key ? result.bytes.key_head : result.bytes.value_head);
+          for (std::size_t head = 0; head < heads; ++head) {
+            if (unit.holds_head(static_cast<int>(head))) {
+              measurement.bytes += per_head.at(static_cast<std::size_t>(unit.layer)).at(head);
+            }
+          }
+        }
+      }
+    }
+  }
+  const double runs = static_cast<double>(passes - 1);
+  profile.layers_computed_share = runs > 0 ? layers_computed / (runs * shape.layers) : 1.0;
+  profile.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return profile;
+}
+
+}  // namespace tqlab

@@ -1,0 +1,42 @@
+// --verify: the allocation and the rules it is compared with, measured — not predicted — by the
+// ordinary sweep of the config (its data or model, its metrics, its seeds; with a model block
+// the e2e_* metrics too), one run per distinct choice.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "allocate/allocation.h"
+#include "sweep/sweep_config.h"
+#include "sweep/sweep_summary.h"
+
+namespace tqlab {
+
+struct VerifiedRun {
+  std::vector<std::string> names;  ///< the choices measured by this run ("allocation", "uniform tq:b=3,nc", ...)
+  std::string id;                  ///< the sweep's run identity
+  RunBits bits;
+  Named<MetricSummary> metrics;  ///< as the sweep summarizes them (mean, se, std over seeds, per seed)
+};
+
+struct Verification {
+  std::vector<std::uint64_t> seeds;
+  std::vector<VerifiedRun> runs;     ///< in the order of the choices given, equal choices measured once
+  std::optional<EndToEndBase> base;  ///< the model's exact-cache perplexity, with a model block
+  double seconds = 0;
+};
+
+/// Sweeps `choices` (each a candidate per unit of `profile`) over `config`'s data or model.
+/// `on_progress(done, total)` is called as the sweep's work items and model passes finish.
+Verification verify_choices(const SweepConfig& config, const Profile& profile,
+                            const std::vector<const ScoredChoice*>& choices, int threads,
+                            const std::function<void(std::size_t done, std::size_t total)>& on_progress);
+
+/// The run of `verification` that measured the choice `name`; null when none did.
+const VerifiedRun* verified_run(const Verification& verification, const std::string& name);
+
+/// Mean over seeds of metric `name` in `run`; nullopt when it has none.
+std::optional<double> measured_mean(const VerifiedRun& run, const std::string& name);
+
+}  // namespace tqlab

@@ -1,0 +1,277 @@
+// tqlab allocate --config C --budget BITS: where the bits go (src/allocate/). Profiles every
+// candidate on every unit (layer or layer x kv head, keys and values) with only that unit
+// quantized, caches the profile by content, solves the multiple-choice knapsack exactly at the
+// budget, predicts the uniform specs and the boundary rule the same way, and with --verify measures
+// them by the ordinary sweep. Writes one tqlab.allocation/1 document and prints a table.
+#include <charconv>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "allocate/agreement.h"
+#include "allocate/allocation.h"
+#include "allocate/allocation_document.h"
+#include "allocate/candidates.h"
+#include "allocate/model_profile.h"
+#include "allocate/offline_profile.h"
+#include "allocate/profile_cache.h"
+#include "allocate/verify.h"
+#include "cli/commands.h"
+#include "cli/progress_line.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "sweep/sweep_model.h"
+
+namespace tqlab::cli {
+namespace {
+
+struct AllocateCommandOptions {
+  std::string config;
+  std::string data;
+  std::string budget;
+  std::string granularity = "layer-head";
+  std::string candidates;
+  std::string profile;
+  std::string key_metric = "out_err";
+  double key_weight = 1.0;
+  bool calibrate = false;
+  bool verify = false;
+  std::string output;
+  std::string cache_dir;
+  bool no_cache = false;
+  bool no_prefix_reuse = false;
+  std::string seeds;
+  int threads = 0;
+  bool quiet = false;
+};
+
+// What a profile measurement needs, opened once.
+struct ProfileContext {
+  const AllocateCommandOptions& options;
+  const SweepConfig& config;
+  const SweepModel* model;
+  std::vector<std::string> candidates;
+  std::string cache_folder;
+};
+
+struct MeasuredProfile {
+  Profile profile;
+  std::string cache_path;
+  bool cache_hit = false;
+};
+
+// The profile of `kind` at `granularity` (an offline one is measured per head and summed per layer):
+// from the cache when it holds it, else measured and cached.
+MeasuredProfile measured_profile(const ProfileContext& context, ProfileKind kind, Granularity granularity) {
+  const Granularity measured_at = kind == ProfileKind::offline ? Granularity::layer_head : granularity;
+  const nlohmann::ordered_json source =
+      profile_source(context.config, context.model, kind, measured_at, context.candidates);
+  const std::string key = profile_content_key(source);
+  MeasuredProfile out;
+  std::optional<Profile> cached;
+  if (!context.options.no_cache) {
+    out.cache_path = profile_cache_path(context.cache_folder, kind, key);
+    std::string warning;
+    cached = read_cached_profile(out.cache_path, key, warning);
+    if (!warning.empty()) log::warn("{}", warning);
+  }
+  if (cached) {
+    out.profile = std::move(*cached);
+    out.cache_hit = true;
+    if (!context.options.quiet) {
+      log::info("allocate: {} profile from the cache '{}'", profile_kind_name(kind), out.cache_path);
+    }
+  } else {
+    ProgressLine progress(fmt::format("allocate: {} profile", profile_kind_name(kind)), !context.options.quiet);
+    const auto on_progress = [&](std::size_t done, std::size_t total) { progress.update(done, total, ""); };
+    if (kind == ProfileKind::model) {
+      ModelProfileOptions model_options;
+      model_options.candidates = context.candidates;
+      model_options.granularity = granularity;
+      model_options.threads = context.options.threads;
+      model_options.reuse_prefix = !context.options.no_prefix_reuse;
+      model_options.on_progress = on_progress;
+      out.profile = measure_model_profile(context.config, *context.model, model_options);
+    } else {
+      OfflineProfileOptions offline_options;
+      offline_options.candidates = context.candidates;
+      offline_options.threads = context.options.threads;
+      offline_options.on_progress = on_progress;
+      out.profile = measure_offline_profile(context.config, offline_options);
+    }
+    progress.finish();
+    out.profile.content_key = key;
+    out.profile.source = source.dump();
+    if (!out.cache_path.empty()) write_cached_profile(out.cache_path, out.profile);
+    if (!context.options.quiet) {
+      log::info("allocate: {} profile measured in {:.1f} s{}", profile_kind_name(kind), out.profile.seconds,
+                out.profile.layers_computed_share
+                    ? fmt::format(" (its passes computed {:.1f}% of the layers a pass from layer 0 would)",
+                                  100 * *out.profile.layers_computed_share)
+                    : std::string());
+    }
+  }
+  if (kind == ProfileKind::offline && granularity == Granularity::layer) out.profile = profile_by_layer(out.profile);
+  return out;
+}
+
+// --calibrate: the key weight fitted to the model profile, and how the offline allocations (at the
+// given and the fitted weight) fare by the model profile's measure.
+CalibrationReport calibrate(const ProfileContext& context, const Profile& offline, const Granularity granularity,
+                            const Objective& objective, const std::string& budget_text) {
+  if (context.model == nullptr) {
+    fail("allocate: --calibrate fits the offline profile to a model: the config has no model block");
+  }
+  const Profile model = measured_profile(context, ProfileKind::model, granularity).profile;
+  CalibrationReport report;
+  report.key_metric = objective.key_metric;
+  report.fit = calibrate_key_weight(offline, model, objective.key_metric);
+  const Objective model_objective;
+  const Budget model_budget = resolve_budget(model, budget_text, "--budget");
+  const std::vector<int> reference = allocate_bits(model, model_objective, model_budget).allocation.choice;
+  for (double weight : {objective.key_weight, report.fit.key_weight}) {
+    const Objective weighted{objective.key_metric, weight};
+    const std::vector<int> choice =
+        allocate_bits(offline, weighted, resolve_budget(offline, budget_text, "--budget")).allocation.choice;
+    report.agreement.push_back(agreement_with(fmt::format("offline, key weight {:.4g}", weight), weight, choice, model,
+                                              model_objective, reference));
+  }
+  return report;
+}
+
+int run_allocate_command(const AllocateCommandOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (options.threads < 0)
+    fail("allocate: --threads {} is negative; give a count, or 0 for every core", options.threads);
+  const std::optional<Granularity> granularity = parse_granularity(options.granularity);
+  if (!granularity) fail("allocate: --granularity '{}' is not layer or layer-head", options.granularity);
+  const std::optional<KeyMetric> key_metric = parse_key_metric(options.key_metric);
+  if (!key_metric) fail("allocate: --key-metric '{}' is not out_err or kl", options.key_metric);
+  if (!(options.key_weight > 0)) fail("allocate: --key-weight {} must be positive", options.key_weight);
+  if (options.output.empty()) fail("allocate: no output file: pass -o ALLOC.json");
+  if (same_file(options.output, options.config)) {
+    fail("allocate: the output '{}' is the config itself; choose another output", options.output);
+  }
+  const std::filesystem::path folder = std::filesystem::path(options.output).parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder)) {
+    fail("allocate: the output folder '{}' does not exist (-o '{}')", folder.string(), options.output);
+  }
+
+  SweepConfig config = load_sweep_config(options.config, false);
+  if (!options.data.empty()) {  // the user's path, relative to where they stand
+    config.data.path = options.data;
+    config.data.resolved_path = options.data;
+  }
+  if (!options.seeds.empty()) config.seeds = parse_seed_list(options.seeds, "allocate");
+  ProfileKind kind = config.model ? ProfileKind::model : ProfileKind::offline;
+  if (!options.profile.empty()) {
+    const std::optional<ProfileKind> parsed = parse_profile_kind(options.profile);
+    if (!parsed) fail("allocate: --profile '{}' is not offline or model", options.profile);
+    kind = *parsed;
+  }
+  if (kind == ProfileKind::model && !config.model) {
+    fail("allocate: --profile model needs a \"model\" block in the config '{}'", options.config);
+  }
+  if (options.calibrate && kind != ProfileKind::offline) {
+    fail("allocate: --calibrate fits the offline profile's key weight: use it with --profile offline");
+  }
+  if (!config.data.resolved_path.empty() && same_file(options.output, config.data.resolved_path)) {
+    fail("allocate: the output '{}' is the input data; choose another output", options.output);
+  }
+  AtomicFileWriter writer(options.output);  // proves the folder writable before any compute
+
+  std::unique_ptr<SweepModel> model;
+  if (config.model) model = open_sweep_model(config);
+  std::vector<int> dims;
+  if (model) dims.push_back(model->transformer->config().head_dim);
+  if (kind == ProfileKind::offline && !config.data.resolved_path.empty()) dims = data_head_dims(config);
+  const std::vector<std::string> candidates = canonical_candidates(
+      options.candidates.empty() ? default_candidates() : split_candidate_list(options.candidates, "--candidates"),
+      dims, "--candidates");
+  // A budget given as a spec names the candidate it is canonically ("tq:b=3,nc" at dim 64).
+  std::string budget_text = options.budget;
+  double number = 0;
+  const char* end = budget_text.data() + budget_text.size();
+  if (const auto parsed = std::from_chars(budget_text.data(), end, number); parsed.ptr != end) {
+    try {
+      budget_text = canonical_candidates({budget_text}, dims, "--budget").front();
+    } catch (const InputError&) {
+      // Not a spec either: resolve_budget says what a budget is.
+    }
+  }
+  const ProfileContext context{options, config, model.get(), candidates,
+                               options.cache_dir.empty() ? folder.string() : options.cache_dir};
+  if (!options.cache_dir.empty() && !std::filesystem::is_directory(options.cache_dir)) {
+    fail("allocate: --cache-dir '{}' is not a folder", options.cache_dir);
+  }
+
+  AllocationReport report;
+  report.config_path = options.config;
+  MeasuredProfile measured = measured_profile(context, kind, *granularity);
+  report.profile = std::move(measured.profile);
+  report.cache_path = measured.cache_path;
+  report.cache_hit = measured.cache_hit;
+  report.profile_seconds = report.profile.seconds;
+  const Objective objective{*key_metric, options.key_weight};
+  if (options.calibrate) {
+    report.calibration = calibrate(context, report.profile, *granularity, objective, budget_text);
+  }
+  const Budget budget = resolve_budget(report.profile, budget_text, "--budget");
+  report.result = allocate_bits(report.profile, objective, budget);
+  if (options.verify) {
+    ProgressLine progress("allocate --verify", !options.quiet);
+    report.verification =
+        verify_choices(config, report.profile, verified_choices(report.result), options.threads,
+                       [&](std::size_t done, std::size_t total) { progress.update(done, total, ""); });
+    progress.finish();
+  }
+  report.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  writer.write(allocation_json(report).dump(1) + "\n");
+  writer.commit();
+  fmt::print("{}", allocation_table(report));
+  if (!options.quiet) log::info("wrote {}", options.output);
+  return kExitOk;
+}
+
+}  // namespace
+
+void setup_allocate(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<AllocateCommandOptions>();
+  auto* command = app.add_subcommand(
+      "allocate",
+      command_description("Where the KV bits go: per layer, kv head and K vs V under a budget",
+                          "Measured sensitivity, an exact knapsack, uniform and boundary rules predicted alike.",
+                          "tqlab-allocate"));
+  command->add_option("--config", options->config, "Sweep config (JSON): its data or model block, seeds, metrics")
+      ->required();
+  command->add_option("--data", options->data, "Tensor file to profile (overrides data.path)");
+  command->add_option("--budget", options->budget, "Mean bits per value (e.g. 3.25), or a candidate's uniform bits")
+      ->required();
+  command->add_option("--granularity", options->granularity, "Units: layer, or layer-head")->capture_default_str();
+  command->add_option("--candidates", options->candidates, "Specs to choose from (default: tq:b=2..8,nc and fp16)");
+  command->add_option("--profile", options->profile, "offline or model (default: model with a model block)");
+  command->add_option("--key-metric", options->key_metric, "Offline damage of keys: out_err or kl")
+      ->capture_default_str();
+  command->add_option("--key-weight", options->key_weight, "Offline: the keys' damage weight")->capture_default_str();
+  command->add_flag("--calibrate", options->calibrate, "Offline: fit the key weight to the model profile and report");
+  command->add_flag("--verify", options->verify, "Measure the allocation, uniform and boundary by the sweep");
+  command->add_option("-o,--output", options->output, "Allocation document (tqlab.allocation/1 JSON)")->required();
+  command->add_option("--cache-dir", options->cache_dir, "Folder of cached profiles (default: the output's)");
+  command->add_flag("--no-cache", options->no_cache, "Measure the profile again; read and write no cache");
+  command->add_flag("--no-prefix-reuse", options->no_prefix_reuse,
+                    "Model profile: run every pass from layer 0 (same numbers, slower)");
+  command->add_option("--seeds", options->seeds, "Seeds, e.g. 0,1,2 (overrides the config's seeds)");
+  command->add_option("--threads", options->threads, "Worker threads (0: every core this process may use)")
+      ->capture_default_str();
+  command->add_flag("--quiet", options->quiet, "No progress line and no informational messages");
+  command->callback([options, &exit_code] { exit_code = run_allocate_command(*options); });
+}
+
+}  // namespace tqlab::cli
