@@ -139,10 +139,11 @@ TEST(CorruptBytesTest, OutlierChannelIndicesAreCheckedBeforeUse) {
   };
   std::uint16_t first;
   std::memcpy(&first, good.bytes.data(), 2);
-  for (const auto& [bad, expected] : std::vector<std::pair<EncodedTensor, std::string>>{
+  for (const auto& [bad_tensor, expected] : std::vector<std::pair<EncodedTensor, std::string>>{
            {with_index(7, 60000), "outlier channel #7 is 60000"},
            {with_index(7, 127), "outlier channel #7 is 127"},
            {with_index(1, first), "outlier channel #1 is " + std::to_string(first)}}) {
+    const EncodedTensor& bad = bad_tensor;  // clang 14 cannot capture a structured binding in a lambda
     std::vector<float> out(static_cast<std::size_t>(shape.tokens * shape.dim));
     const std::string message = input_error_message([&] { quantizer->decode(bad, context, out.data()); });
     EXPECT_NE(message.find(expected), std::string::npos) << message;

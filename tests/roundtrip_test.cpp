@@ -691,7 +691,8 @@ TEST(RoundtripTest, ErrorInALaterPieceNamesTheSlabsToken) {
               {both_keys, random_tensor("layers.0.v", DType::f16, {2, tokens, 32}, 4)});
   const std::pair<std::string, std::string> cases[] = {
       {"nan.safetensors", "tq:b=3"}, {"large.safetensors", "q8_0"}, {"both.safetensors", "q8_0"}};
-  for (const auto& [file, spec] : cases) {
+  for (const auto& [file_name, spec] : cases) {
+    const std::string& file = file_name;  // clang 14 cannot capture a structured binding in a lambda
     SCOPED_TRACE(file);
     RoundtripOptions options;
     options.key_spec = spec;

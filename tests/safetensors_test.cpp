@@ -610,7 +610,8 @@ TEST_F(SafetensorsTest, WriterRefusesBadTensorsAndLeavesNoFile) {
       {{{"__metadata__", DType::f32, {2}, eight}}, "cannot be named '__metadata__'"},
       {{{"caf\xE9", DType::f32, {2}, eight}}, "valid UTF-8"}};
   const std::string path = path_in_dir("out.safetensors");
-  for (const auto& [tensors, expected] : cases) {
+  for (const auto& [bad_tensors, expected] : cases) {
+    const auto& tensors = bad_tensors;  // clang 14 cannot capture a structured binding in a lambda
     const std::string message = input_error_message([&] { write_safetensors(path, tensors, {}); });
     EXPECT_TRUE(mentions(message, "'" + path + "'")) << message;
     EXPECT_TRUE(mentions(message, expected)) << message;

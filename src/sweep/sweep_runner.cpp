@@ -32,6 +32,7 @@ template <typename MayStart, typename Finished>
 void compute_model_units(const SweepPlan& plan, const WorkUnits& units, const std::vector<int>& todo,
                          const SweepOptions& options, SweepTiming& timing, SweepTotals& totals,
                          const MayStart& may_start, const Finished& finished) {
+  if (!plan.model) return;
   SweepModel& model = *plan.model;
   const int chunks = units.model_chunks();
   std::vector<std::vector<int>> by_chunk(static_cast<std::size_t>(chunks));

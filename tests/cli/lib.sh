@@ -2,6 +2,9 @@
 #   bash NAME.sh TQLAB_BINARY SHARED_DATA_DIR
 # in a scratch directory of their own. A test exits 77 to be reported as skipped.
 set -u
+# Each run starts from an empty scratch folder (ctest's cli_scratch/NAME): what an earlier run left
+# (a journal of a killed sweep, say) must not change this one. Elsewhere nothing is removed.
+case "$PWD" in */cli_scratch/*) find . -mindepth 1 -delete ;; esac
 TQLAB=$1
 SHARED_DATA=$2
 failures=0
