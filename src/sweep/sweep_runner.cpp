@@ -64,7 +64,9 @@ void compute_model_units(const SweepPlan& plan, const WorkUnits& units, const st
   }
 }
 
-SweepTotals compute_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing) {
+}  // namespace
+
+SweepTotals compute_sweep_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing) {
   const WorkUnits units(plan);
   const SweepItems& items = units.items();
   const RunSeeds& run_seeds = units.run_seeds();
@@ -161,13 +163,6 @@ SweepTotals compute_totals(const SweepPlan& plan, const SweepOptions& options, S
                       options, timing, totals, may_start, finished);
   if (stopped) throw SweepStopped();
   return totals;
-}
-
-}  // namespace
-
-SweepTotals compute_sweep_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing) {
-  timing.threads = resolve_thread_count(options.threads);
-  return compute_totals(plan, options, timing);
 }
 
 }  // namespace tqlab

@@ -18,7 +18,9 @@
 //  - every stray byte becomes its own byte token, and --decode gives the bytes back exactly
 //    (Llama 2: for a text without special tokens, whose "<s>" pieces would each get a "▁").
 // Prints one line per failure; exits 1 when there is any.
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { cpus } from 'node:os';
+import { promisify } from 'node:util';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,15 +36,63 @@ const fail = (message) => {
   console.log(`FAIL: ${message}`);
 };
 
+// tqlab runs once per (tokenizer, text, special tokens) and once per decode: about 300 processes,
+// most of their time spent loading tokenizer.json. They run ahead of the comparisons, as many at
+// once as there are cores; the comparisons then read their results in order.
+const run = promisify(execFile);
+const width = Math.max(1, cpus().length);
+
+async function inParallel(jobs) {
+  const results = new Array(jobs.length);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(width, jobs.length) }, async () => {
+    while (next < jobs.length) {
+      const i = next++;
+      try {
+        results[i] = { value: await jobs[i]() };
+      } catch (error) {
+        results[i] = { error };
+      }
+    }
+  }));
+  return results;
+}
+
+const encodeKey = (tokenizer, file, addSpecial) => `${tokenizer}\0${file}\0${addSpecial}`;
+const encoded = new Map();
+const decoded = new Map();
+let decodeFiles = 0;
+
+async function encodeAll(requests) {
+  const results = await inParallel(requests.map(([tokenizer, file, addSpecial]) => async () => {
+    const { stdout } = await run(tqlab, ['tokenize', '--tokenizer', tokenizer, '--text', file,
+      addSpecial ? '--add-special' : '--no-add-special', '--quiet'], { encoding: 'utf8', maxBuffer: 1 << 28 });
+    return stdout.trim() === '' ? [] : stdout.trim().split(' ').map(Number);
+  }));
+  requests.forEach((request, i) => encoded.set(encodeKey(...request), results[i]));
+}
+
+async function decodeAll(requests) {
+  const results = await inParallel(requests.map(([tokenizer, ids]) => async () => {
+    const idsFile = `ids-${decodeFiles++}.txt`;
+    writeFileSync(idsFile, ids.join(' '));
+    const { stdout } = await run(tqlab, ['tokenize', '--tokenizer', tokenizer, '--decode', idsFile],
+      { encoding: 'buffer', maxBuffer: 1 << 28 });
+    return stdout;
+  }));
+  requests.forEach(([tokenizer, ids], i) => decoded.set(`${tokenizer}\0${ids.join(' ')}`, results[i]));
+}
+
 function tqlabEncode(tokenizer, file, addSpecial) {
-  const out = execFileSync(tqlab, ['tokenize', '--tokenizer', tokenizer, '--text', file,
-    addSpecial ? '--add-special' : '--no-add-special', '--quiet'], { encoding: 'utf8', maxBuffer: 1 << 28 });
-  return out.trim() === '' ? [] : out.trim().split(' ').map(Number);
+  const result = encoded.get(encodeKey(tokenizer, file, addSpecial));
+  if (result.error) throw result.error;
+  return result.value;
 }
 
 function tqlabDecode(tokenizer, ids) {
-  writeFileSync('ids.txt', ids.join(' '));
-  return execFileSync(tqlab, ['tokenize', '--tokenizer', tokenizer, '--decode', 'ids.txt'], { maxBuffer: 1 << 28 });
+  const result = decoded.get(`${tokenizer}\0${ids.join(' ')}`);
+  if (result.error) throw result.error;
+  return result.value;
 }
 
 function firstDifference(a, b, labels = ['tqlab', 'reference']) {
@@ -101,6 +151,34 @@ const tokenizers = [
   ...Object.entries(VARIANTS).map(([name, variant]) => (
     { name, family: variant.family, references: loadReferences(variant.family, writeVariant(name, '.')) })),
 ];
+// Every tqlab run the comparisons below read, first the encodes, then the decodes of their ids.
+const isUtf8 = (bytes) => {
+  try {
+    new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const encodes = [];
+for (const { references } of tokenizers) {
+  for (const file of files) {
+    const utf8 = isUtf8(readFileSync(file));
+    for (const addSpecial of utf8 ? [true, false] : [false]) encodes.push([references.path, file, addSpecial]);
+  }
+}
+await encodeAll(encodes);
+const decodes = [];
+for (const { family, references } of tokenizers) {
+  for (const file of files) {
+    const bytes = readFileSync(file);
+    const result = encoded.get(encodeKey(references.path, file, false));
+    const hasSpecial = /<s>|<\/s>|<unk>/.test(bytes.toString('latin1'));
+    if (!result.error && (isUtf8(bytes) || family !== 'llama2' || !hasSpecial)) decodes.push([references.path, result.value]);
+  }
+}
+await decodeAll(decodes);
+
 for (const { name: tokenizerName, family, references } of tokenizers) {
   const vocabulary = JSON.parse(readFileSync(references.path, 'utf8')).model.vocab;
   const byteLevel = family !== 'llama2';
