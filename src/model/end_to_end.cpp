@@ -29,6 +29,10 @@ int logit_rows_for(int vocab) {
 
 const char* scoring_name(Scoring scoring) { return scoring == Scoring::second_half ? "second-half" : "all"; }
 
+int first_scored_position(int ctx, Scoring scoring) { return scoring == Scoring::second_half ? ctx / 2 : 0; }
+
+int scored_per_chunk(int ctx, Scoring scoring) { return ctx - 1 - first_scored_position(ctx, scoring); }
+
 EndToEndSession::EndToEndSession(const Transformer& model, std::vector<std::int32_t> tokens,
                                  const EndToEndOptions& options, std::string tokens_name)
     : model_(&model),
@@ -39,7 +43,7 @@ EndToEndSession::EndToEndSession(const Transformer& model, std::vector<std::int3
   const ModelConfig& config = model.config();
   const int ctx = options_.ctx;
   chunks_ = plan_chunks(config, tokens_.size(), tokens_name_, ctx, options_.chunks, options_.bos, 2, options_.names);
-  first_scored_ = options_.scoring == Scoring::second_half ? ctx / 2 : 0;
+  first_scored_ = first_scored_position(ctx, options_.scoring);
   logit_rows_ = logit_rows_for(config.vocab_size);
 
   // The base pass: final hidden states of the scored positions, and their negative log-likelihoods.

@@ -47,6 +47,11 @@ enum class Scoring { second_half, all };
 /// "second-half", "all".
 const char* scoring_name(Scoring scoring);
 
+/// The first position a chunk of `ctx` tokens scores (its prediction of the next token).
+int first_scored_position(int ctx, Scoring scoring);
+/// How many predictions a chunk scores: positions first_scored_position .. ctx - 2.
+int scored_per_chunk(int ctx, Scoring scoring);
+
 struct EndToEndOptions {
   int ctx = 512;
   int chunks = 0;  ///< 0: every whole chunk the tokens hold
@@ -83,7 +88,7 @@ class EndToEndSession {
   int ctx() const { return options_.ctx; }
   int chunks() const { return chunks_; }
   /// Scored predictions per chunk, and in all.
-  int scored_per_chunk() const { return options_.ctx - 1 - first_scored_; }
+  int scored_per_chunk() const { return tqlab::scored_per_chunk(options_.ctx, options_.scoring); }
   std::int64_t scored_tokens() const { return static_cast<std::int64_t>(chunks_) * scored_per_chunk(); }
   /// Scored tokens per block of logits.
   int logit_rows() const { return logit_rows_; }

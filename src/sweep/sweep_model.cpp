@@ -97,8 +97,7 @@ std::unique_ptr<TensorFile> model_kv_dump(const SweepModel& model, int threads, 
 EndToEndTotals empty_end_to_end_totals(const SweepModel& model, int run_seeds) {
   EndToEndTotals totals;
   totals.chunks = model.chunks;
-  const int ctx = model.options.ctx;
-  totals.scored_per_chunk = ctx - 1 - (model.options.scoring == Scoring::second_half ? ctx / 2 : 0);
+  totals.scored_per_chunk = scored_per_chunk(model.options.ctx, model.options.scoring);
   totals.base_nll.resize(static_cast<std::size_t>(model.chunks));
   totals.runs.resize(static_cast<std::size_t>(run_seeds) * static_cast<std::size_t>(model.chunks));
   return totals;
