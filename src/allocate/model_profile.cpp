@@ -1,7 +1,9 @@
 #include "allocate/model_profile.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "core/error.h"
 #include "metrics/next_token_metrics.h"
@@ -39,7 +41,14 @@ Profile measure_model_profile(const SweepConfig& config, const SweepModel& model
   for (const LayerHeads& layer : layers) profile.layers.push_back(layer.layer);
   const std::vector<AllocationUnit> units = allocation_units(layers, options.granularity);
 
-  const std::size_t passes = 1 + units.size() * options.candidates.size() * config.seeds.size();
+  // Pass p is work unit p (allocate/profile_work.h): units outer, candidates, seeds inner.
+  const std::size_t all_passes = units.size() * options.candidates.size() * config.seeds.size();
+  std::vector<bool> held(all_passes, !options.passes);
+  if (options.passes) {
+    for (int work : *options.passes) held.at(static_cast<std::size_t>(work)) = true;
+  }
+  const auto held_passes = static_cast<std::size_t>(std::count(held.begin(), held.end(), true));
+  const std::size_t passes = 1 + held_passes;  // with the base
   std::size_t pass = 0;
   EndToEndOptions session_options = model.options;
   session_options.threads = options.threads;
@@ -47,21 +56,26 @@ Profile measure_model_profile(const SweepConfig& config, const SweepModel& model
   session_options.on_chunk = [&](int done, int total, int) {
     if (options.on_progress) options.on_progress(pass * static_cast<std::size_t>(total) + done, passes * total);
   };
-  EndToEndSession session(*model.transformer, model.tokens.ids, session_options, model.tokens.path);
+  std::optional<EndToEndSession> session;  // none for an empty shard
+  if (held_passes > 0) session.emplace(*model.transformer, model.tokens.ids, session_options, model.tokens.path);
 
   const ExactTokens exact_tokens{0, 0, config.metrics.attention_options.window_mode};
   const auto heads = static_cast<std::size_t>(shape.kv_heads);
   const std::vector<const Quantizer*> exact_heads(heads, exact.get());
   double layers_computed = 0;
+  std::size_t work = 0;
   for (const AllocationUnit& unit : units) {
     UnitProfile& entry = profile.units.emplace_back();
     entry.unit = unit;
     const int unit_heads = unit.head < 0 ? shape.kv_heads : 1;
-    entry.values = static_cast<std::uint64_t>(session.chunks()) * session.ctx() * shape.head_dim * unit_heads;
+    entry.values = static_cast<std::uint64_t>(model.chunks) * model.options.ctx * shape.head_dim * unit_heads;
     for (const std::unique_ptr<Quantizer>& quantizer : quantizers) {
       UnitMeasurement& measurement = entry.candidates.emplace_back();
-      measurement.components.assign(2, {});
-      for (std::uint64_t seed : config.seeds) {
+      measurement.components.assign(2, std::vector<double>(config.seeds.size(), 0.0));
+      bool bytes_counted = false;  // a candidate's bytes do not depend on the seed: the first pass measured counts them
+      for (std::size_t s = 0; s < config.seeds.size(); ++s) {
+        if (!held.at(work++)) continue;
+        const std::uint64_t seed = config.seeds[s];
         ++pass;
         KvCacheQuantization cache;
         cache.key.assign(static_cast<std::size_t>(shape.layers), exact_heads);
@@ -73,11 +87,12 @@ Profile measure_model_profile(const SweepConfig& config, const SweepModel& model
         cache.exact = exact_tokens;
         cache.seed = seed;
         const int first_layer = options.reuse_prefix ? unit.layer : 0;
-        const RunSeedResult result = session.run(cache, first_layer);
+        const RunSeedResult result = session->run(cache, first_layer);
         layers_computed += shape.layers - first_layer;
-        measurement.components[0].push_back(metric_value(result.series, "e2e_kld"));
-        measurement.components[1].push_back(metric_value(result.series, "e2e_ln_ppl_ratio"));
-        if (seed == config.seeds.front()) {
+        measurement.components[0][s] = metric_value(result.series, "e2e_kld");
+        measurement.components[1][s] = metric_value(result.series, "e2e_ln_ppl_ratio");
+        if (!bytes_counted) {
+          bytes_counted = true;
           const auto& per_head = (unit.role == Role::key ? result.bytes.key_head : result.bytes.value_head);
           for (std::size_t head = 0; head < heads; ++head) {
             if (unit.holds_head(static_cast<int>(head))) {
@@ -88,7 +103,7 @@ Profile measure_model_profile(const SweepConfig& config, const SweepModel& model
       }
     }
   }
-  const double runs = static_cast<double>(passes - 1);
+  const auto runs = static_cast<double>(held_passes);
   profile.layers_computed_share = runs > 0 ? layers_computed / (runs * shape.layers) : 1.0;
   profile.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return profile;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,10 @@ struct ModelProfileOptions {
   std::vector<std::string> candidates;  ///< canonical specs
   Granularity granularity = Granularity::layer_head;
   int threads = 0;
-  bool reuse_prefix = true;  ///< false: every pass from layer 0 (the same floats, to measure the saving)
+  bool reuse_prefix = true;
+  /// The passes (allocate/profile_work.h) to measure; nullopt: every one. The other cells stay 0;
+  /// layers_computed_share is then over the passes measured. No pass: no base pass either.
+  std::optional<std::vector<int>> passes;  ///< false: every pass from layer 0 (the same floats, to measure the saving)
   /// After each chunk of each pass: (chunks done, chunks in all, base pass included).
   std::function<void(std::size_t done, std::size_t total)> on_progress;
 };

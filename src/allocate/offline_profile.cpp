@@ -8,12 +8,11 @@
 
 #include "core/error.h"
 #include "core/index.h"
+#include "allocate/profile_work.h"
 #include "sweep/sweep.h"
 
 namespace tqlab {
 namespace {
-
-constexpr const char* kExact = "fp32";
 
 LayeredSpec uniform_spec(const std::string& spec, const std::string& key_path) {
   LayeredSpec layered;
@@ -35,21 +34,28 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
     fail("config '{}': the offline profile measures attention, which metrics.attention switches off",
          config.config_path);
   }
-  // Two runs per candidate: its keys with exact values, its values with exact keys (one run when it is exact).
+  // Two runs per candidate: its keys with exact values, its values with exact keys (one run when it is
+  // exact); a shard measures the runs it holds (allocate/profile_work.h), the others' run index is -1.
+  const OfflineRuns all_runs = offline_profile_runs(options.candidates);
+  std::vector<int> held_index(all_runs.runs.size(), -1);
   SweepConfig sweep = config;
   sweep.runs.clear();
-  std::vector<int> key_run, value_run;  // per candidate: run index
-  const auto add_run = [&](const std::string& k, const std::string& v, const std::string& origin) {
-    for (std::size_t r = 0; r < sweep.runs.size(); ++r) {
-      if (sweep.runs[r].k.default_spec == k && sweep.runs[r].v.default_spec == v) return static_cast<int>(r);
+  for (std::size_t r = 0; r < all_runs.runs.size(); ++r) {
+    if (options.runs && std::find(options.runs->begin(), options.runs->end(), static_cast<int>(r)) ==
+                            options.runs->end()) {
+      continue;
     }
-    sweep.runs.push_back({uniform_spec(k, "--candidates"), uniform_spec(v, "--candidates"), 0, 0, origin});
-    return static_cast<int>(sweep.runs.size()) - 1;
-  };
-  for (const std::string& candidate : options.candidates) {
-    key_run.push_back(add_run(candidate, kExact, fmt::format("keys at {}", candidate)));
-    value_run.push_back(add_run(kExact, candidate, fmt::format("values at {}", candidate)));
+    const auto& [k, v] = all_runs.runs[r];
+    held_index[r] = static_cast<int>(sweep.runs.size());
+    sweep.runs.push_back({uniform_spec(k, "--candidates"), uniform_spec(v, "--candidates"), 0, 0,
+                          k == kOfflineExactSpec ? fmt::format("values at {}", v) : fmt::format("keys at {}", k)});
   }
+  std::vector<int> key_run, value_run;  // per candidate: run index in this sweep, -1 when not held
+  for (std::size_t c = 0; c < options.candidates.size(); ++c) {
+    key_run.push_back(at(held_index, at(all_runs.key_run, c)));
+    value_run.push_back(at(held_index, at(all_runs.value_run, c)));
+  }
+  const bool any_run = !sweep.runs.empty();
   sweep.metrics.reconstruction = true;
   sweep.metrics.needle = false;
   sweep.metrics.per_head = false;
@@ -62,6 +68,7 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
   const KvDump& dump = *plan.dump;
   SweepOptions sweep_options;
   sweep_options.threads = options.threads;
+  if (!any_run) sweep_options.units = std::vector<int>{};  // an empty shard: the dump's shape only
   if (options.on_progress) {
     sweep_options.on_progress = [&](std::size_t done, std::size_t total, int) { options.on_progress(done, total); };
   }
@@ -116,13 +123,21 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
       }
     }
   }
+  // A unit's values are counted from the first candidate whose run of its role is measured.
+  const auto first_held = [&](const std::vector<int>& role_runs) {
+    const auto found = std::find_if(role_runs.begin(), role_runs.end(), [](int run) { return run >= 0; });
+    return static_cast<std::size_t>(found - role_runs.begin());
+  };
+  const std::size_t first_key = first_held(key_run), first_value = first_held(value_run);
   for (int i = 0; i < items.count(); ++i) {
     const WorkItem item = items.item(i);
     const ItemTotals& item_totals = at(totals.items, i);
-    if (item_totals.run_seeds.empty()) continue;  // every token skipped (nonfinite: skip)
+    if (item_totals.run_seeds.empty()) continue;  // every token skipped (nonfinite: skip), or not computed
     for (std::size_t c = 0; c < options.candidates.size(); ++c) {
       for (Role role : {Role::key, Role::value}) {
-        const int run = role == Role::key ? at(key_run, c) : at(value_run, c);
+        const bool keys = role == Role::key;
+        const int run = keys ? at(key_run, c) : at(value_run, c);
+        if (run < 0) continue;
         UnitProfile& entry = profile.units[unit_of(item.layer_index, item.kv_head, role)];
         UnitMeasurement& measurement = entry.candidates[c];
         for (std::size_t s = 0; s < seeds; ++s) {
@@ -134,7 +149,6 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
             kl += sums[kKl].numerator;
             out_err += sums[kOutErr].numerator;
           }
-          const bool keys = role == Role::key;
           const RatioSum& error = t.reconstruction[keys ? kKeyRelMse : kValueRelMse];
           measurement.components[0][s] += count.kl > 0 ? kl / count.kl : 0.0;
           measurement.components[1][s] += count.out_err > 0 ? out_err / count.out_err : 0.0;
@@ -143,7 +157,9 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
           if (s == 0) {
             // Packed bits counted by the sweep: 8 x bytes, exact in a double.
             measurement.bytes += static_cast<std::uint64_t>((keys ? t.key_bits : t.value_bits) / 8);
-            if (c == 0) entry.values += static_cast<std::uint64_t>(keys ? t.key_values : t.value_values);
+            if (c == (keys ? first_key : first_value)) {
+              entry.values += static_cast<std::uint64_t>(keys ? t.key_values : t.value_values);
+            }
           }
         }
       }

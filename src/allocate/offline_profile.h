@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ namespace tqlab {
 struct OfflineProfileOptions {
   std::vector<std::string> candidates;  ///< canonical specs
   int threads = 0;
+  /// The work units (allocate/profile_work.h: runs) to measure; nullopt: every one. The cells of
+  /// the others stay zero (their units' values too, when no run of the role is measured).
+  std::optional<std::vector<int>> runs;
   /// After each work item of the sweep: (items done, items in all).
   std::function<void(std::size_t done, std::size_t total)> on_progress;
 };

@@ -77,13 +77,22 @@ std::string profile_cache_path(const std::string& folder, ProfileKind kind, cons
   return (std::filesystem::path(folder.empty() ? "." : folder) / name).string();
 }
 
+Profile read_profile_document(const std::string& path) {
+  const nlohmann::json document = read_json_file(path, "profile");
+  const JsonReader root(document, path, "", "profile");
+  if (!root.is_object() || !root.has("schema") || root.at("schema").as_string() != kProfileCacheSchema) {
+    root.fail("not a {} document{}", kProfileCacheSchema,
+              root.is_object() && root.has("schema") && root.at("schema").value() == "tqlab.profile-shard/1"
+                  ? " but one shard of it: join the shards with tqlab merge first"
+                  : "");
+  }
+  return profile_from_json(root.at("profile").value(), path);
+}
+
 std::optional<Profile> read_cached_profile(const std::string& path, const std::string& key, std::string& warning) {
   if (!std::filesystem::exists(path)) return std::nullopt;
   try {
-    const nlohmann::json document = read_json_file(path);
-    const JsonReader root(document, path, "", "profile cache");
-    if (root.at("schema").as_string() != kProfileCacheSchema) root.at("schema").fail("not {}", kProfileCacheSchema);
-    Profile profile = profile_from_json(root.at("profile").value(), path);
+    Profile profile = read_profile_document(path);
     if (profile.content_key != key) {
       warning = fmt::format("profile cache '{}' holds another profile (content key {}); measuring again", path,
                             profile.content_key.substr(0, 16));

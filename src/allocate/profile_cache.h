@@ -38,6 +38,10 @@ std::string profile_content_key(const nlohmann::ordered_json& source);
 /// DIR/tqlab-profile-KIND-KEY16.json.
 std::string profile_cache_path(const std::string& folder, ProfileKind kind, const std::string& key);
 
+/// The tqlab.profile/1 document at `path` (a cache file, or what `tqlab merge` makes of profile
+/// shards). InputError naming the file and what is wrong.
+Profile read_profile_document(const std::string& path);
+
 /// The cached profile at `path` when its content key is `key`; nullopt when absent. A file that
 /// cannot be read or holds another key is nullopt too, and `warning` says why.
 std::optional<Profile> read_cached_profile(const std::string& path, const std::string& key, std::string& warning);

@@ -4,6 +4,7 @@
 // budget, predicts the uniform specs and the boundary rule the same way, and with --verify measures
 // them by the ordinary sweep. Writes one tqlab.allocation/1 document and prints a table.
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -21,13 +22,17 @@
 #include "allocate/model_profile.h"
 #include "allocate/offline_profile.h"
 #include "allocate/profile_cache.h"
+#include "allocate/profile_shard.h"
+#include "allocate/profile_work.h"
 #include "allocate/verify.h"
 #include "cli/commands.h"
 #include "cli/progress_line.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "model/model_config.h"
 #include "sweep/sweep_model.h"
+#include "sweep/sweep_shard.h"
 
 namespace tqlab::cli {
 namespace {
@@ -48,6 +53,8 @@ struct AllocateCommandOptions {
   bool no_cache = false;
   bool no_prefix_reuse = false;
   std::string seeds;
+  std::string shard;
+  std::string profile_file;
   int threads = 0;
   bool quiet = false;
 };
@@ -59,6 +66,7 @@ struct ProfileContext {
   const SweepModel* model;
   std::vector<std::string> candidates;
   std::string cache_folder;
+  ProfileKind profile_file_kind;  ///< the kind --profile-file stands for (the command's profile)
 };
 
 struct MeasuredProfile {
@@ -67,16 +75,70 @@ struct MeasuredProfile {
   bool cache_hit = false;
 };
 
-// The profile of `kind` at `granularity` (an offline one is measured per head and summed per layer):
-// from the cache when it holds it, else measured and cached.
-MeasuredProfile measured_profile(const ProfileContext& context, ProfileKind kind, Granularity granularity) {
-  const Granularity measured_at = kind == ProfileKind::offline ? Granularity::layer_head : granularity;
+// The granularity a profile of `kind` is measured at: an offline one per head (summed per layer after).
+Granularity measured_granularity(ProfileKind kind, Granularity granularity) {
+  return kind == ProfileKind::offline ? Granularity::layer_head : granularity;
+}
+
+// Measures the profile of `kind`, or with `held` only those of its work units (allocate/profile_work.h),
+// its content key and source set.
+Profile measure_profile(const ProfileContext& context, ProfileKind kind, Granularity granularity,
+                        const std::optional<std::vector<int>>& held) {
+  const Granularity measured_at = measured_granularity(kind, granularity);
   const nlohmann::ordered_json source =
       profile_source(context.config, context.model, kind, measured_at, context.candidates);
-  const std::string key = profile_content_key(source);
+  ProgressLine progress(fmt::format("allocate: {} profile", profile_kind_name(kind)), !context.options.quiet);
+  const auto on_progress = [&](std::size_t done, std::size_t total) { progress.update(done, total, ""); };
+  Profile profile;
+  if (kind == ProfileKind::model) {
+    ModelProfileOptions model_options;
+    model_options.candidates = context.candidates;
+    model_options.granularity = measured_at;
+    model_options.threads = context.options.threads;
+    model_options.reuse_prefix = !context.options.no_prefix_reuse;
+    model_options.passes = held;
+    model_options.on_progress = on_progress;
+    profile = measure_model_profile(context.config, *context.model, model_options);
+  } else {
+    OfflineProfileOptions offline_options;
+    offline_options.candidates = context.candidates;
+    offline_options.threads = context.options.threads;
+    offline_options.runs = held;
+    offline_options.on_progress = on_progress;
+    profile = measure_offline_profile(context.config, offline_options);
+  }
+  progress.finish();
+  profile.content_key = profile_content_key(source);
+  profile.source = source.dump();
+  if (!context.options.quiet) {
+    log::info("allocate: {} profile measured in {:.1f} s{}", profile_kind_name(kind), profile.seconds,
+              profile.layers_computed_share
+                  ? fmt::format(" (its passes computed {:.1f}% of the layers a pass from layer 0 would)",
+                                100 * *profile.layers_computed_share)
+                  : std::string());
+  }
+  return profile;
+}
+
+// The profile of `kind` at `granularity`: from --profile-file, or the cache when it holds it, else
+// measured and cached.
+MeasuredProfile measured_profile(const ProfileContext& context, ProfileKind kind, Granularity granularity) {
+  const std::string key = profile_content_key(profile_source(context.config, context.model, kind,
+                                                             measured_granularity(kind, granularity),
+                                                             context.candidates));
   MeasuredProfile out;
   std::optional<Profile> cached;
-  if (!context.options.no_cache) {
+  if (!context.options.profile_file.empty() && kind == context.profile_file_kind) {
+    cached = read_profile_document(context.options.profile_file);
+    if (cached->content_key != key) {
+      fail("allocate: --profile-file '{}' holds the {} profile of content key {}…, but this config's {} profile with "
+           "these candidates, seeds and granularity has content key {}… (its \"source\" says what it was "
+           "measured from)",
+           context.options.profile_file, profile_kind_name(cached->kind), cached->content_key.substr(0, 16),
+           profile_kind_name(kind), key.substr(0, 16));
+    }
+    out.cache_path = context.options.profile_file;
+  } else if (!context.options.no_cache) {
     out.cache_path = profile_cache_path(context.cache_folder, kind, key);
     std::string warning;
     cached = read_cached_profile(out.cache_path, key, warning);
@@ -86,40 +148,47 @@ MeasuredProfile measured_profile(const ProfileContext& context, ProfileKind kind
     out.profile = std::move(*cached);
     out.cache_hit = true;
     if (!context.options.quiet) {
-      log::info("allocate: {} profile from the cache '{}'", profile_kind_name(kind), out.cache_path);
+      log::info("allocate: {} profile from '{}'", profile_kind_name(kind), out.cache_path);
     }
   } else {
-    ProgressLine progress(fmt::format("allocate: {} profile", profile_kind_name(kind)), !context.options.quiet);
-    const auto on_progress = [&](std::size_t done, std::size_t total) { progress.update(done, total, ""); };
-    if (kind == ProfileKind::model) {
-      ModelProfileOptions model_options;
-      model_options.candidates = context.candidates;
-      model_options.granularity = granularity;
-      model_options.threads = context.options.threads;
-      model_options.reuse_prefix = !context.options.no_prefix_reuse;
-      model_options.on_progress = on_progress;
-      out.profile = measure_model_profile(context.config, *context.model, model_options);
-    } else {
-      OfflineProfileOptions offline_options;
-      offline_options.candidates = context.candidates;
-      offline_options.threads = context.options.threads;
-      offline_options.on_progress = on_progress;
-      out.profile = measure_offline_profile(context.config, offline_options);
-    }
-    progress.finish();
-    out.profile.content_key = key;
-    out.profile.source = source.dump();
+    out.profile = measure_profile(context, kind, granularity, std::nullopt);
     if (!out.cache_path.empty()) write_cached_profile(out.cache_path, out.profile);
-    if (!context.options.quiet) {
-      log::info("allocate: {} profile measured in {:.1f} s{}", profile_kind_name(kind), out.profile.seconds,
-                out.profile.layers_computed_share
-                    ? fmt::format(" (its passes computed {:.1f}% of the layers a pass from layer 0 would)",
-                                  100 * *out.profile.layers_computed_share)
-                    : std::string());
-    }
   }
   if (kind == ProfileKind::offline && granularity == Granularity::layer) out.profile = profile_by_layer(out.profile);
   return out;
+}
+
+// --shard K/N: the work units of the profile's cut that shard K holds, measured and written as a
+// tqlab.profile-shard/1 document for tqlab merge.
+void write_profile_shard(const ProfileContext& context, ProfileKind kind, Granularity granularity,
+                         const ShardSpec& spec, AtomicFileWriter& writer) {
+  Profile skeleton;
+  skeleton.kind = kind;
+  skeleton.candidates = context.candidates;
+  skeleton.seeds = context.config.seeds;
+  ProfileShard shard;
+  shard.shard = spec;
+  if (kind == ProfileKind::model) {
+    const ModelConfig& shape = context.model->transformer->config();
+    std::vector<LayerHeads> layers;
+    for (int layer = 0; layer < shape.layers; ++layer) layers.push_back({layer, shape.kv_heads});
+    for (const AllocationUnit& unit : allocation_units(layers, granularity)) skeleton.units.push_back({unit, 0, {}});
+    shard.costs = model_work_costs(skeleton, shape, context.model->options.ctx, context.model->chunks);
+  } else {
+    shard.costs = offline_work_costs(skeleton);
+  }
+  shard.held = profile_shard_units(shard.costs, spec);
+  if (!context.options.quiet) {
+    log::info("allocate: shard {} holds {} of the {} profile's {} work units", spec.text(), shard.held.size(),
+              profile_kind_name(kind), shard.costs.size());
+  }
+  shard.profile = measure_profile(context, kind, granularity, shard.held);
+  if (kind == ProfileKind::model && shard.profile.layers_computed_share) {
+    shard.layers_computed = static_cast<std::uint64_t>(std::llround(
+        *shard.profile.layers_computed_share * static_cast<double>(shard.held.size() * shard.profile.layers.size())));
+  }
+  writer.write(profile_shard_json(shard).dump(1) + "\n");
+  writer.commit();
 }
 
 // --calibrate: the key weight fitted to the model profile, and how the offline allocations (at the
@@ -156,6 +225,21 @@ int run_allocate_command(const AllocateCommandOptions& options) {
   if (!key_metric) fail("allocate: --key-metric '{}' is not out_err or kl", options.key_metric);
   if (!(options.key_weight > 0)) fail("allocate: --key-weight {} must be positive", options.key_weight);
   if (options.output.empty()) fail("allocate: no output file: pass -o ALLOC.json");
+  std::optional<ShardSpec> shard;
+  if (!options.shard.empty()) {
+    shard = parse_shard_spec(options.shard);
+    for (const auto& [given, name] : {std::pair{options.verify, "--verify"}, std::pair{options.calibrate, "--calibrate"},
+                                      std::pair{!options.profile_file.empty(), "--profile-file"},
+                                      std::pair{!options.budget.empty(), "--budget"}}) {
+      if (given) {
+        fail("allocate: --shard {} measures part of a profile, which {} cannot take; tqlab merge joins the shards, "
+             "then allocate --profile-file solves",
+             shard->text(), name);
+      }
+    }
+  } else if (options.budget.empty()) {
+    fail("allocate: no budget: pass --budget BITS (or a candidate spec), or --shard K/N to measure part of a profile");
+  }
   if (same_file(options.output, options.config)) {
     fail("allocate: the output '{}' is the config itself; choose another output", options.output);
   }
@@ -207,9 +291,15 @@ int run_allocate_command(const AllocateCommandOptions& options) {
     }
   }
   const ProfileContext context{options, config, model.get(), candidates,
-                               options.cache_dir.empty() ? folder.string() : options.cache_dir};
+                               options.cache_dir.empty() ? folder.string() : options.cache_dir, kind};
   if (!options.cache_dir.empty() && !std::filesystem::is_directory(options.cache_dir)) {
     fail("allocate: --cache-dir '{}' is not a folder", options.cache_dir);
+  }
+
+  if (shard) {
+    write_profile_shard(context, kind, *granularity, *shard, writer);
+    if (!options.quiet) log::info("wrote {}", options.output);
+    return kExitOk;
   }
 
   AllocationReport report;
@@ -252,8 +342,7 @@ void setup_allocate(CLI::App& app, int& exit_code) {
   command->add_option("--config", options->config, "Sweep config (JSON): its data or model block, seeds, metrics")
       ->required();
   command->add_option("--data", options->data, "Tensor file to profile (overrides data.path)");
-  command->add_option("--budget", options->budget, "Mean bits per value (e.g. 3.25), or a candidate's uniform bits")
-      ->required();
+  command->add_option("--budget", options->budget, "Mean bits per value (e.g. 3.25), or a candidate's uniform bits");
   command->add_option("--granularity", options->granularity, "Units: layer, or layer-head")->capture_default_str();
   command->add_option("--candidates", options->candidates, "Specs to choose from (default: tq:b=2..8,nc and fp16)");
   command->add_option("--profile", options->profile, "offline or model (default: model with a model block)");
@@ -267,6 +356,8 @@ void setup_allocate(CLI::App& app, int& exit_code) {
   command->add_flag("--no-cache", options->no_cache, "Measure the profile again; read and write no cache");
   command->add_flag("--no-prefix-reuse", options->no_prefix_reuse,
                     "Model profile: run every pass from layer 0 (same numbers, slower)");
+  command->add_option("--shard", options->shard, "Measure profile shard K of N only (K/N) and write it; see merge");
+  command->add_option("--profile-file", options->profile_file, "The profile to solve (tqlab merge of its shards)");
   command->add_option("--seeds", options->seeds, "Seeds, e.g. 0,1,2 (overrides the config's seeds)");
   command->add_option("--threads", options->threads, "Worker threads (0: every core this process may use)")
       ->capture_default_str();

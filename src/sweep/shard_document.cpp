@@ -89,6 +89,26 @@ std::vector<std::pair<int, int>> unit_ranges(const std::vector<int>& units) {
   return ranges;
 }
 
+nlohmann::ordered_json unit_ranges_json(const std::vector<int>& units) {
+  Json ranges = Json::array();
+  for (const auto& [first, last] : unit_ranges(units)) ranges.push_back({first, last});
+  return ranges;
+}
+
+std::vector<int> read_unit_ranges(const JsonReader& ranges, int units) {
+  std::vector<int> held;
+  for (const JsonReader& range : ranges.elements()) {
+    const std::vector<JsonReader> ends = range.elements();
+    if (ends.size() != 2) range.fail("expected [first, last]");
+    const int first = read_count(ends[0]), last = read_count(ends[1]);
+    if (first > last || last >= units || (!held.empty() && first <= held.back())) {
+      range.fail("[{}, {}] is not a range of units after the previous ones, below {}", first, last, units);
+    }
+    for (int unit = first; unit <= last; ++unit) held.push_back(unit);
+  }
+  return held;
+}
+
 std::string describe_unit_ranges(const std::vector<int>& units) {
   std::string text;
   for (const auto& [first, last] : unit_ranges(units)) {
@@ -153,8 +173,7 @@ nlohmann::ordered_json shard_document_json(const SweepPlan& plan, const ShardSpe
                                    {"config_sha256", plan.model->identity.config_sha256},
                                    {"chunks", plan.model->chunks}}
                             : Json(nullptr);
-  Json holds = Json::array();
-  for (const auto& [first, last] : unit_ranges(held)) holds.push_back({first, last});
+  const Json holds = unit_ranges_json(held);
   out["work"] = {{"units", units.count()},
                  {"items", units.items().count()},
                  {"synthetic_trials", units.synthetic_trials()},
@@ -227,15 +246,7 @@ ShardDocument read_shard_document(const std::string& path) {
   shard.synthetic_trials = read_count(work.at("synthetic_trials"));
   shard.run_seeds = read_count(work.at("run_seeds"));
   shard.model_chunks = read_count(work.at("model_chunks"));
-  for (const JsonReader& range : work.at("holds").elements()) {
-    const std::vector<JsonReader> ends = range.elements();
-    if (ends.size() != 2) range.fail("expected [first, last]");
-    const int first = read_count(ends[0]), last = read_count(ends[1]);
-    if (first > last || last >= shard.units || (!shard.held.empty() && first <= shard.held.back())) {
-      range.fail("[{}, {}] is not a range of units after the previous ones, below {}", first, last, shard.units);
-    }
-    for (int unit = first; unit <= last; ++unit) shard.held.push_back(unit);
-  }
+  shard.held = read_unit_ranges(work.at("holds"), shard.units);
   const std::vector<JsonReader> units = root.at("units").elements();
   if (units.size() != shard.held.size()) {
     root.at("units").fail("holds {} units, \"work.holds\" names {}", units.size(), shard.held.size());

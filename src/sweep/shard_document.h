@@ -40,6 +40,8 @@
 
 namespace tqlab {
 
+class JsonReader;
+
 inline constexpr std::string_view kShardSchema = "tqlab.shard/1";
 
 /// One (run, seed)'s KL tails as a shard holds them.
@@ -91,5 +93,10 @@ void add_kl_tails_part(KlTails& tails, const KlTailsPart& part, const std::strin
 /// "1-5,7,9-12": ascending units as inclusive ranges, for messages and "holds".
 std::vector<std::pair<int, int>> unit_ranges(const std::vector<int>& units);
 std::string describe_unit_ranges(const std::vector<int>& units);
+
+/// "holds": [[first, last], ...] of ascending units, and reading it back: InputError naming the
+/// key path unless the ranges ascend, do not touch, and stay below `units`.
+nlohmann::ordered_json unit_ranges_json(const std::vector<int>& units);
+std::vector<int> read_unit_ranges(const JsonReader& ranges, int units);
 
 }  // namespace tqlab

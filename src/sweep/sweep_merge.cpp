@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
-#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,6 +9,7 @@
 #include "core/error.h"
 #include "core/index.h"
 #include "core/text.h"
+#include "sweep/shard_coverage.h"
 #include "sweep/shard_document.h"
 #include "sweep/sweep_identity.h"
 #include "sweep/sweep_shard.h"
@@ -23,23 +22,6 @@ std::string short_hash(const std::string& hash) { return hash.substr(0, 12) + "â
 
 std::string name_of(const ShardDocument& shard) {
   return fmt::format("'{}' ({})", printable(shard.path), shard.shard.text());
-}
-
-bool same_path(const std::string& a, const std::string& b) {
-  std::error_code error;
-  return std::filesystem::equivalent(a, b, error);
-}
-
-// The shard group most files agree on (config hash, data sha256); on a tie the first file's.
-std::pair<std::string, std::string> reference_of(const std::vector<ShardDocument>& shards) {
-  std::map<std::pair<std::string, std::string>, int> votes;
-  for (const ShardDocument& shard : shards) ++votes[{shard.config_hash, shard.data.sha256}];
-  std::pair<std::string, std::string> best{shards.front().config_hash, shards.front().data.sha256};
-  for (const ShardDocument& shard : shards) {
-    const std::pair<std::string, std::string> key{shard.config_hash, shard.data.sha256};
-    if (votes[key] > votes[best]) best = key;
-  }
-  return best;
 }
 
 SweepPlan plan_of(const ShardDocument& shard, const std::string& out) {
@@ -79,12 +61,6 @@ SweepPlan plan_of(const ShardDocument& shard, const std::string& out) {
   return plan;
 }
 
-std::string join(const std::vector<std::string>& parts, std::string_view separator) {
-  std::string text;
-  for (const std::string& part : parts) text += (text.empty() ? "" : std::string(separator)) + part;
-  return text;
-}
-
 }  // namespace
 
 MergedSweep merge_shards(const std::vector<std::string>& paths, const std::string& out) {
@@ -92,37 +68,18 @@ MergedSweep merge_shards(const std::vector<std::string>& paths, const std::strin
   std::vector<ShardDocument> shards;
   for (const std::string& path : paths) shards.push_back(read_shard_document(path));
 
+  std::vector<ShardClaim> claims;
+  for (const ShardDocument& shard : shards) {
+    claims.push_back({shard.path,
+                      shard.shard,
+                      {{"another config", "config hash", shard.config_hash}, {"other data", "sha256", shard.data.sha256}},
+                      shard.held});
+  }
   std::vector<std::string> problems;
-  std::vector<bool> used(shards.size(), true);
-  const auto [config_hash, data_sha256] = reference_of(shards);
-  for (std::size_t i = 0; i < shards.size(); ++i) {
-    const ShardDocument& shard = shards[i];
-    if (shard.config_hash != config_hash) {
-      problems.push_back(fmt::format("{} is foreign: another config (config hash {}, the others' {})", name_of(shard),
-                                     short_hash(shard.config_hash), short_hash(config_hash)));
-      used[i] = false;
-    } else if (shard.data.sha256 != data_sha256) {
-      problems.push_back(fmt::format("{} is foreign: other data (sha256 {}, the others' {})", name_of(shard),
-                                     short_hash(shard.data.sha256), short_hash(data_sha256)));
-      used[i] = false;
-    }
-  }
-  for (std::size_t i = 0; i < shards.size(); ++i) {
-    for (std::size_t j = 0; j < i && used[i]; ++j) {
-      if (!used[j]) continue;
-      if (same_path(shards[i].path, shards[j].path)) {
-        problems.push_back(fmt::format("'{}' is given twice", printable(shards[i].path)));
-        used[i] = false;
-      } else if (shards[i].shard == shards[j].shard) {
-        problems.push_back(fmt::format("'{}' and '{}' are duplicates: both are shard {}", printable(shards[j].path),
-                                       printable(shards[i].path), shards[i].shard.text()));
-        used[i] = false;
-      }
-    }
-  }
+  std::vector<bool> used = shards_of_one_job(claims, problems);
   std::size_t reference = 0;
   while (reference < shards.size() && !used[reference]) ++reference;
-  if (reference == shards.size()) fail("merge: {}", join(problems, "; "));
+  if (reference == shards.size()) fail_on_problems("merge", problems);
 
   MergedSweep merged;
   merged.plan = plan_of(shards[reference], out);
@@ -143,44 +100,9 @@ MergedSweep merge_shards(const std::vector<std::string>& paths, const std::strin
     }
   }
 
-  // Coverage: who holds each unit.
-  std::vector<int> holder(static_cast<std::size_t>(units.count()), -1);
-  std::map<std::pair<int, int>, std::vector<int>> overlaps;  // (shard, shard) -> units both hold
-  std::set<int> counts;
-  for (std::size_t i = 0; i < shards.size(); ++i) {
-    if (!used[i]) continue;
-    counts.insert(shards[i].shard.count);
-    for (int unit : shards[i].held) {
-      int& first = at(holder, unit);
-      if (first < 0) {
-        first = static_cast<int>(i);
-      } else {
-        overlaps[{first, static_cast<int>(i)}].push_back(unit);
-      }
-    }
-  }
-  for (const auto& [pair, shared] : overlaps) {
-    problems.push_back(fmt::format("{} and {} overlap: both hold units {}", name_of(shards[pair.first]),
-                                   name_of(shards[pair.second]), describe_unit_ranges(shared)));
-  }
-  std::vector<int> missing;
-  for (int unit = 0; unit < units.count(); ++unit) {
-    if (at(holder, unit) < 0) missing.push_back(unit);
-  }
-  if (!missing.empty() && counts.size() == 1) {
-    const int count = *counts.begin();
-    const std::vector<int> owner = assign_shards(merged.plan, units, count);
-    std::map<int, std::vector<int>> by_shard;
-    for (int unit : missing) by_shard[at(owner, unit)].push_back(unit);
-    for (const auto& [index, lost] : by_shard) {
-      problems.push_back(fmt::format("shard {}/{} is missing (units {})", index, count, describe_unit_ranges(lost)));
-    }
-  } else if (!missing.empty()) {
-    problems.push_back(fmt::format("units {} are missing: in none of the shards", describe_unit_ranges(missing)));
-  }
-  if (!problems.empty()) {
-    fail("merge: {} problem{}: {}", problems.size(), problems.size() == 1 ? "" : "s", join(problems, "; "));
-  }
+  check_shard_coverage(claims, used, units.count(),
+                       [&](int count) { return assign_shards(merged.plan, units, count); }, problems);
+  fail_on_problems("merge", problems);
 
   const SweepPlan& plan = merged.plan;
   merged.totals = empty_plan_totals(plan, units);

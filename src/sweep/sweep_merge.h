@@ -3,15 +3,8 @@
 // are made exactly as an unsharded sweep makes them: the same bytes outside
 // "timing", whatever the shard count and whichever kernels each shard ran.
 //
-// Before anything is added, the shards are checked together, and every
-// problem is named (each file, each shard K/N):
-//   foreign:     of another config (config hash) or other data (sha256) than
-//                the rest (the rest: what most shards agree on; on a tie, the
-//                first file's);
-//   duplicated:  the same file twice, or two files of one shard K/N;
-//   overlapping: two shards that hold some of the same units (1/2 and 1/3);
-//   missing:     units that no shard holds: named as the shards K/N that would
-//                hold them when the shards agree on N, else as unit ranges.
+// Before anything is added, the shards are checked together (sweep/shard_coverage.h: foreign
+// by config hash or data sha256, duplicated, overlapping, missing), and every problem is named.
 // The plan is rebuilt from the config the shards carry, read as if it were a
 // config in the first shard's folder: the data's headers are read (to know its
 // shape), not its tensors, and not hashed again (its size must match; its

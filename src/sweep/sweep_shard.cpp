@@ -87,13 +87,9 @@ std::uint64_t unit_cost(const SweepPlan& plan, const WorkUnits& units, int unit)
   return static_cast<std::uint64_t>(units.group(unit)) * pairs + static_cast<std::uint64_t>(shape.tokens);
 }
 
-std::vector<int> assign_shards(const SweepPlan& plan, const WorkUnits& units, int count) {
-  std::vector<std::uint64_t> costs;
+std::vector<int> assign_shards_by_cost(const std::vector<std::uint64_t>& costs, int count) {
   unsigned __int128 total = 0;
-  for (int unit = 0; unit < units.count(); ++unit) {
-    costs.push_back(unit_cost(plan, units, unit));
-    total += costs.back();
-  }
+  for (const std::uint64_t cost : costs) total += cost;
   std::vector<int> shards;
   unsigned __int128 before = 0;
   for (const std::uint64_t cost : costs) {
@@ -104,6 +100,12 @@ std::vector<int> assign_shards(const SweepPlan& plan, const WorkUnits& units, in
     before += cost;
   }
   return shards;
+}
+
+std::vector<int> assign_shards(const SweepPlan& plan, const WorkUnits& units, int count) {
+  std::vector<std::uint64_t> costs;
+  for (int unit = 0; unit < units.count(); ++unit) costs.push_back(unit_cost(plan, units, unit));
+  return assign_shards_by_cost(costs, count);
 }
 
 std::vector<int> shard_units(const SweepPlan& plan, const WorkUnits& units, const ShardSpec& shard) {

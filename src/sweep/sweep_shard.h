@@ -55,6 +55,11 @@ ShardSpec parse_shard_spec(std::string_view text);
 /// The estimated cost of `unit` (see above).
 std::uint64_t unit_cost(const SweepPlan& plan, const WorkUnits& units, int unit);
 
+/// For each of a sequence of work units of cost `costs`, the shard (1..count) whose range holds it
+/// by the midpoint rule above: non-decreasing. Any kind of work (a sweep's, an allocation
+/// profile's) is cut by it.
+std::vector<int> assign_shards_by_cost(const std::vector<std::uint64_t>& costs, int count);
+
 /// For each unit, the shard (1..count) that holds it: non-decreasing.
 std::vector<int> assign_shards(const SweepPlan& plan, const WorkUnits& units, int count);
 
