@@ -144,7 +144,9 @@ TEST(ProfileWorkTest, AModelPassCostsLessTheLaterItsLayer) {
   for (std::size_t work = 0; work < costs.size(); ++work) {
     const int layer = profile.units[work / per_unit].unit.layer;
     EXPECT_EQ(costs[work], costs[layer * 4 * per_unit]) << work;  // 4 units (2 heads x K, V) a layer
-    if (layer > 0) EXPECT_LT(costs[work], costs[(layer - 1) * 4 * per_unit]) << work;
+    if (layer > 0) {
+      EXPECT_LT(costs[work], costs[(layer - 1) * 4 * per_unit]) << work;
+    }
   }
 }
 
@@ -155,7 +157,9 @@ TEST(ProfileWorkTest, TheCutIsContiguousAndComplete) {
     for (int index = 1; index <= count; ++index) {
       const std::vector<int> held = profile_shard_units(costs, {index, count});
       for (std::size_t i = 1; i < held.size(); ++i) EXPECT_EQ(held[i], held[i - 1] + 1);
-      if (!held.empty() && !seen.empty()) EXPECT_EQ(held.front(), seen.back() + 1);
+      if (!held.empty() && !seen.empty()) {
+        EXPECT_EQ(held.front(), seen.back() + 1);
+      }
       seen.insert(seen.end(), held.begin(), held.end());
     }
     EXPECT_EQ(seen.size(), costs.size()) << count;
@@ -167,9 +171,8 @@ TEST(ProfileShardTest, ShardsMergeIntoTheWholeProfile) {
   const std::string folder = testing::scratch_folder("profile_shards");
   for (ProfileKind kind : {ProfileKind::offline, ProfileKind::model}) {
     const Profile whole = random_profile(kind, rng);
-    const std::vector<std::uint64_t> costs = kind == ProfileKind::model
-                                                 ? model_work_costs(whole, four_layer_model(), 32, 3)
-                                                 : offline_work_costs(whole);
+    const std::vector<std::uint64_t> costs =
+        kind == ProfileKind::model ? model_work_costs(whole, four_layer_model(), 32, 3) : offline_work_costs(whole);
     for (int count : {1, 2, 3, 7, 9}) {  // 9 > 5 offline runs: empty shards
       std::vector<std::string> paths;
       for (int index = 1; index <= count; ++index) {

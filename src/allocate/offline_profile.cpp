@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "allocate/profile_work.h"
 #include "core/error.h"
 #include "core/index.h"
-#include "allocate/profile_work.h"
 #include "sweep/sweep.h"
 
 namespace tqlab {
@@ -41,8 +41,8 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
   SweepConfig sweep = config;
   sweep.runs.clear();
   for (std::size_t r = 0; r < all_runs.runs.size(); ++r) {
-    if (options.runs && std::find(options.runs->begin(), options.runs->end(), static_cast<int>(r)) ==
-                            options.runs->end()) {
+    if (options.runs &&
+        std::find(options.runs->begin(), options.runs->end(), static_cast<int>(r)) == options.runs->end()) {
       continue;
     }
     const auto& [k, v] = all_runs.runs[r];

@@ -35,8 +35,9 @@ nlohmann::ordered_json profile_json(const Profile& profile, const Objective* obj
   }
   // The source's keys sorted: the same bytes whether the profile was measured here or read back
   // from a cache file or shards (nlohmann::json keeps keys sorted).
-  nlohmann::ordered_json source = profile.source.empty() ? nlohmann::ordered_json::object()
-                                                         : nlohmann::ordered_json(nlohmann::json::parse(profile.source));
+  nlohmann::ordered_json source = profile.source.empty()
+                                      ? nlohmann::ordered_json::object()
+                                      : nlohmann::ordered_json(nlohmann::json::parse(profile.source));
   return {
       {"kind", profile_kind_name(profile.kind)},
       {"granularity", granularity_name(profile.granularity)},

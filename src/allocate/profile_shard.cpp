@@ -114,8 +114,8 @@ Profile merge_profile_shards(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) shards.push_back(read_profile_shard(path));
   std::vector<ShardClaim> claims;
   for (const ProfileShard& shard : shards) {
-    claims.push_back({shard.path, shard.shard, {{"another profile", "content key", shard.profile.content_key}},
-                      shard.held});
+    claims.push_back(
+        {shard.path, shard.shard, {{"another profile", "content key", shard.profile.content_key}}, shard.held});
   }
   std::vector<std::string> problems;
   std::vector<bool> used = shards_of_one_job(claims, problems);
@@ -130,8 +130,9 @@ Profile merge_profile_shards(const std::vector<std::string>& paths) {
       used[i] = false;
     }
   }
-  check_shard_coverage(claims, used, static_cast<int>(first.costs.size()),
-                       [&](int count) { return assign_shards_by_cost(first.costs, count); }, problems);
+  check_shard_coverage(
+      claims, used, static_cast<int>(first.costs.size()),
+      [&](int count) { return assign_shards_by_cost(first.costs, count); }, problems);
   fail_on_problems("merge", problems);
 
   Profile merged = first.profile;

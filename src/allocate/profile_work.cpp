@@ -71,9 +71,9 @@ std::vector<std::uint64_t> model_work_costs(const Profile& skeleton, const Model
   const auto hidden = static_cast<std::uint64_t>(model.hidden_size);
   const auto head_dim = static_cast<std::uint64_t>(model.head_dim);
   const auto q_heads = static_cast<std::uint64_t>(model.q_heads);
-  const std::uint64_t per_token_layer =
-      hidden * (q_heads + 2 * static_cast<std::uint64_t>(model.kv_heads)) * head_dim + q_heads * head_dim * hidden +
-      3 * hidden * static_cast<std::uint64_t>(model.intermediate_size);
+  const std::uint64_t per_token_layer = hidden * (q_heads + 2 * static_cast<std::uint64_t>(model.kv_heads)) * head_dim +
+                                        q_heads * head_dim * hidden +
+                                        3 * hidden * static_cast<std::uint64_t>(model.intermediate_size);
   const std::uint64_t layer = tokens * per_token_layer + q_heads * head_dim * tokens * (tokens + 1);
   const std::uint64_t logits = tokens * hidden * static_cast<std::uint64_t>(model.vocab_size);
   std::vector<std::uint64_t> costs;

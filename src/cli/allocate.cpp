@@ -4,8 +4,8 @@
 // budget, predicts the uniform specs and the boundary rule the same way, and with --verify measures
 // them by the ordinary sweep. Writes one tqlab.allocation/1 document and prints a table.
 #include <charconv>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -123,19 +123,19 @@ Profile measure_profile(const ProfileContext& context, ProfileKind kind, Granula
 // The profile of `kind` at `granularity`: from --profile-file, or the cache when it holds it, else
 // measured and cached.
 MeasuredProfile measured_profile(const ProfileContext& context, ProfileKind kind, Granularity granularity) {
-  const std::string key = profile_content_key(profile_source(context.config, context.model, kind,
-                                                             measured_granularity(kind, granularity),
-                                                             context.candidates));
+  const std::string key = profile_content_key(
+      profile_source(context.config, context.model, kind, measured_granularity(kind, granularity), context.candidates));
   MeasuredProfile out;
   std::optional<Profile> cached;
   if (!context.options.profile_file.empty() && kind == context.profile_file_kind) {
     cached = read_profile_document(context.options.profile_file);
     if (cached->content_key != key) {
-      fail("allocate: --profile-file '{}' holds the {} profile of content key {}…, but this config's {} profile with "
-           "these candidates, seeds and granularity has content key {}… (its \"source\" says what it was "
-           "measured from)",
-           context.options.profile_file, profile_kind_name(cached->kind), cached->content_key.substr(0, 16),
-           profile_kind_name(kind), key.substr(0, 16));
+      fail(
+          "allocate: --profile-file '{}' holds the {} profile of content key {}…, but this config's {} profile with "
+          "these candidates, seeds and granularity has content key {}… (its \"source\" says what it was "
+          "measured from)",
+          context.options.profile_file, profile_kind_name(cached->kind), cached->content_key.substr(0, 16),
+          profile_kind_name(kind), key.substr(0, 16));
     }
     out.cache_path = context.options.profile_file;
   } else if (!context.options.no_cache) {
@@ -228,13 +228,14 @@ int run_allocate_command(const AllocateCommandOptions& options) {
   std::optional<ShardSpec> shard;
   if (!options.shard.empty()) {
     shard = parse_shard_spec(options.shard);
-    for (const auto& [given, name] : {std::pair{options.verify, "--verify"}, std::pair{options.calibrate, "--calibrate"},
-                                      std::pair{!options.profile_file.empty(), "--profile-file"},
-                                      std::pair{!options.budget.empty(), "--budget"}}) {
+    for (const auto& [given, name] :
+         {std::pair{options.verify, "--verify"}, std::pair{options.calibrate, "--calibrate"},
+          std::pair{!options.profile_file.empty(), "--profile-file"}, std::pair{!options.budget.empty(), "--budget"}}) {
       if (given) {
-        fail("allocate: --shard {} measures part of a profile, which {} cannot take; tqlab merge joins the shards, "
-             "then allocate --profile-file solves",
-             shard->text(), name);
+        fail(
+            "allocate: --shard {} measures part of a profile, which {} cannot take; tqlab merge joins the shards, "
+            "then allocate --profile-file solves",
+            shard->text(), name);
       }
     }
   } else if (options.budget.empty()) {
@@ -290,8 +291,8 @@ int run_allocate_command(const AllocateCommandOptions& options) {
       // Not a spec either: resolve_budget says what a budget is.
     }
   }
-  const ProfileContext context{options, config, model.get(), candidates,
-                               options.cache_dir.empty() ? folder.string() : options.cache_dir, kind};
+  const ProfileContext context{
+      options, config, model.get(), candidates, options.cache_dir.empty() ? folder.string() : options.cache_dir, kind};
   if (!options.cache_dir.empty() && !std::filesystem::is_directory(options.cache_dir)) {
     fail("allocate: --cache-dir '{}' is not a folder", options.cache_dir);
   }

@@ -67,8 +67,12 @@ void setup_merge(CLI::App& app, int& exit_code) {
                                    "Checks one config, one data and every unit once; writes what the unsharded "
                                    "run writes.",
                                    "tqlab-merge"));
-  command->add_option("shards", options->shards, "tqlab.shard/1 (sweep --shard) or tqlab.profile-shard/1 (allocate --shard) documents")->required();
-  command->add_option("-o,--out", options->out, "Results file (tqlab.sweep/1), or profile (tqlab.profile/1)")->required();
+  command
+      ->add_option("shards", options->shards,
+                   "tqlab.shard/1 (sweep --shard) or tqlab.profile-shard/1 (allocate --shard) documents")
+      ->required();
+  command->add_option("-o,--out", options->out, "Results file (tqlab.sweep/1), or profile (tqlab.profile/1)")
+      ->required();
   command->add_flag("--quiet", options->quiet, "No informational messages");
   command->callback([options, &exit_code] { exit_code = run_merge(*options); });
 }

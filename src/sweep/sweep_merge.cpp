@@ -46,9 +46,10 @@ SweepPlan plan_of(const ShardDocument& shard, const std::string& out) {
   if (const std::optional<DataIdentity> model = model_input_identity(plan)) {
     // The model block's own dump, made again here, or its weights and tokens.
     if (*model != shard.data) {
-      fail("merge: the model and tokens the shards name now give sha256 {} ({} bytes), the shards measured {} ({} "
-           "bytes)",
-           short_hash(model->sha256), model->bytes, short_hash(shard.data.sha256), shard.data.bytes);
+      fail(
+          "merge: the model and tokens the shards name now give sha256 {} ({} bytes), the shards measured {} ({} "
+          "bytes)",
+          short_hash(model->sha256), model->bytes, short_hash(shard.data.sha256), shard.data.bytes);
     }
     return plan;
   }
@@ -70,10 +71,11 @@ MergedSweep merge_shards(const std::vector<std::string>& paths, const std::strin
 
   std::vector<ShardClaim> claims;
   for (const ShardDocument& shard : shards) {
-    claims.push_back({shard.path,
-                      shard.shard,
-                      {{"another config", "config hash", shard.config_hash}, {"other data", "sha256", shard.data.sha256}},
-                      shard.held});
+    claims.push_back(
+        {shard.path,
+         shard.shard,
+         {{"another config", "config hash", shard.config_hash}, {"other data", "sha256", shard.data.sha256}},
+         shard.held});
   }
   std::vector<std::string> problems;
   std::vector<bool> used = shards_of_one_job(claims, problems);
@@ -100,8 +102,8 @@ MergedSweep merge_shards(const std::vector<std::string>& paths, const std::strin
     }
   }
 
-  check_shard_coverage(claims, used, units.count(),
-                       [&](int count) { return assign_shards(merged.plan, units, count); }, problems);
+  check_shard_coverage(
+      claims, used, units.count(), [&](int count) { return assign_shards(merged.plan, units, count); }, problems);
   fail_on_problems("merge", problems);
 
   const SweepPlan& plan = merged.plan;
