@@ -2,11 +2,12 @@
 # foreground, everything in one temporary folder, random ports) runs tools/slurm/submit_sweep.sh:
 # the shards as job arrays (MaxArraySize=3 forces two arrays, the second with TQLAB_SHARD_OFFSET=2)
 # and the merge job after them (--dependency=afterok). The merged document must be the unsharded
-# sweep's, byte for byte outside "timing". Every daemon is stopped by its PID when the test ends,
+# sweep's, byte for byte outside "timing". Then tools/slurm/submit_profile.sh does the same for an
+# allocation profile (tqlab allocate --shard K/N), merged into the unsharded profile. Every daemon is stopped by its PID when the test ends,
 # failing or not; when they cannot start the test fails with their logs (it does not skip).
 source "$(dirname "$0")/lib.sh" "$@"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-rm -rf -- *.safetensors *.json *.txt *.log shards
+rm -rf -- *.safetensors *.json *.txt *.log shards parts whole
 
 for tool in munged mungekey slurmctld slurmd sbatch squeue sinfo scancel scontrol; do
   command -v "$tool" >/dev/null || { echo "FAIL: $tool is missing: run tools/install_deps.sh (slurm-wlm, munge)"; exit 1; }
@@ -117,6 +118,25 @@ CONF
 }
 
 start=$SECONDS
+# wait_gone JOB: until the job has left the queue (with a small MinJobAge a finished job leaves it: gone
+# means done); fails when it can never run.
+wait_gone() {
+  local queue
+  for _ in $(seq 600); do
+    if queue=$(squeue -h -j "$1" -o %r 2>&1); then
+      [ -z "$queue" ] && return 0
+      if [ "$queue" = DependencyNeverSatisfied ]; then
+        fail "a shard job failed, so the merge job never runs; the jobs' output:"
+        tail -n 5 "$cluster"/jobs/*.log >&2
+        return 1
+      fi
+    elif grep -q "Invalid job id" <<<"$queue"; then
+      return 0
+    fi
+    sleep 0.1
+  done
+}
+
 start_cluster || exit 1
 up=$SECONDS
 
@@ -134,25 +154,34 @@ checks=$((checks + 1))
 merge_job=$(TQLAB=$TQLAB bash "$repo/tools/slurm/submit_sweep.sh" "$PWD/config.json" "$PWD/shards" 4 \
   "$PWD/merged.json" --chdir="$cluster/jobs" 2>err.txt)
 [ -n "$merge_job" ] || { fail "submit_sweep.sh submitted nothing: $(cat err.txt)"; logs; exit 1; }
-# With a small MinJobAge a finished job leaves the queue: gone means done.
-for _ in $(seq 600); do
-  if queue=$(squeue -h -j "$merge_job" -o %r 2>&1); then
-    [ -z "$queue" ] && break
-    if [ "$queue" = DependencyNeverSatisfied ]; then
-      fail "a shard job failed, so the merge job never runs; the jobs' output:"
-      tail -n 5 "$cluster"/jobs/*.log >&2
-      exit 1
-    fi
-  elif grep -q "Invalid job id" <<<"$queue"; then
-    break
-  fi
-  sleep 0.1
-done
+wait_gone "$merge_job" || exit 1
 [ -f merged.json ] || { fail "the merge job wrote no merged.json"; cat "$cluster"/jobs/*.log >&2; logs; exit 1; }
 for k in 1 2 3 4; do [ -f "shards/shard-$k-of-4.json" ] || fail "shard $k/4 is missing"; done
 expect_exit 0 "merged equals unsharded" -- "$TQLAB" diff merged-ref.json merged.json --rtol 0 --atol 0
 same_outside_timing merged-ref.json merged.json || fail "merged.json differs from the unsharded document outside timing"
 ls shards/*.journal shards/*.tmp-* >/dev/null 2>&1 && fail "the shards left journals or temporaries: $(ls shards)"
 echo "slurm: cluster up in $((up - start)) s, 4 shards and the merge in $((SECONDS - up)) s"
+
+# An allocation profile in 3 shards (two arrays again), merged into the profile an unsharded
+# allocate caches, then solved by allocate --profile-file.
+options="--candidates tq:b=2,tq:b=4 --seeds 0"
+mkdir -p whole
+expect_exit 0 "unsharded profile" -- "$TQLAB" allocate --config "$PWD/config.json" --budget 3 $options \
+  --cache-dir whole -o alloc-ref.json --quiet
+checks=$((checks + 1))
+profile_job=$(TQLAB=$TQLAB TQLAB_ALLOCATE_OPTIONS=$options bash "$repo/tools/slurm/submit_profile.sh" \
+  "$PWD/config.json" "$PWD/parts" 3 "$PWD/profile.json" --chdir="$cluster/jobs" 2>err.txt)
+[ -n "$profile_job" ] || { fail "submit_profile.sh submitted nothing: $(cat err.txt)"; logs; exit 1; }
+wait_gone "$profile_job" || exit 1
+[ -f profile.json ] || { fail "the merge job wrote no profile.json"; cat "$cluster"/jobs/*.log >&2; exit 1; }
+for k in 1 2 3; do [ -f "parts/shard-$k-of-3.json" ] || fail "profile shard $k/3 is missing"; done
+"$python" - whole/tqlab-profile-offline-*.json profile.json <<'PY' || fail "the merged profile is not the unsharded one"
+import re, sys
+a, b = (re.sub(rb'\n *"seconds": [^\n]*\n', b"\n", open(p, "rb").read()) for p in sys.argv[1:])
+sys.exit(0 if a == b else 1)
+PY
+expect_exit 0 "allocate --profile-file" -- "$TQLAB" allocate --config "$PWD/config.json" --budget 3 $options \
+  --profile-file profile.json -o alloc.json --quiet
+grep -q '"hit": true' alloc.json || fail "allocate --profile-file did not read the merged profile"
 
 finish

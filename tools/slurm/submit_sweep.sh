@@ -14,18 +14,5 @@ if [ $# -lt 4 ]; then
   echo "usage: $0 CONFIG OUTDIR N OUT [SBATCH_OPTION...]" >&2
   exit 2
 fi
-config=$1 outdir=$2 count=$3 out=$4
-shift 4
 here=$(cd "$(dirname "$0")" && pwd)
-max=$(scontrol show config 2>/dev/null | awk '$1 == "MaxArraySize" {print $3}')
-per_array=$((${max:-1001} - 1))  # task ids run from 1 to MaxArraySize - 1
-jobs=()
-for ((offset = 0; offset < count; offset += per_array)); do
-  size=$((count - offset < per_array ? count - offset : per_array))
-  id=$(sbatch --parsable --array=1-"$size" --export=ALL,TQLAB_SHARD_OFFSET="$offset" "$@" \
-    "$here/sweep_array.sbatch" "$config" "$outdir" "$count")
-  jobs+=("${id%%;*}")
-done
-dependency=$(IFS=:; echo "${jobs[*]}")
-merge=$(sbatch --parsable --dependency=afterok:"$dependency" "$@" "$here/merge.sbatch" "$outdir" "$count" "$out")
-echo "${merge%%;*}"
+exec bash "$here/submit_arrays.sh" "$here/sweep_array.sbatch" "$@"
