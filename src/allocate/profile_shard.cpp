@@ -65,23 +65,14 @@ nlohmann::ordered_json profile_shard_json(const ProfileShard& shard) {
 ProfileShard read_profile_shard(const std::string& path) {
   const nlohmann::json document = read_json_file(path, kKind);
   const JsonReader root(document, path, "", std::string(kKind));
-  if (!root.is_object() || !root.has("schema") || !root.at("schema").is_string()) {
-    root.fail("not a {} document: no \"schema\" string", kProfileShardSchema);
-  }
-  const std::string schema = root.at("schema").as_string();
-  if (schema != kProfileShardSchema) {
-    root.fail("not a {} document but {}{}", kProfileShardSchema, printable(schema),
-              schema == "tqlab.profile/1" ? " (a whole profile, merged already)" : "");
-  }
+  expect_shard_schema(root, kProfileShardSchema, "tqlab.profile/1", " (a whole profile, merged already)");
   root.allow_only({"schema", "tqlab", "shard", "work", "profile"});
   ProfileShard shard;
   shard.path = path;
   const JsonReader tqlab = root.at("tqlab");
   shard.version = tqlab.at("version").as_string();
   shard.git_commit = tqlab.at("git_commit").as_string();
-  const JsonReader spec = root.at("shard");
-  shard.shard.count = static_cast<int>(spec.at("count").as_integer(1, kMaxShards));
-  shard.shard.index = static_cast<int>(spec.at("index").as_integer(1, shard.shard.count));
+  shard.shard = read_shard_spec(root.at("shard"));
   const JsonReader work = root.at("work");
   const auto units = static_cast<int>(work.at("units").as_integer(0, 1 << 30));
   for (const JsonReader& cost : work.at("costs").elements()) shard.costs.push_back(cost.as_unsigned());

@@ -89,6 +89,23 @@ std::vector<std::pair<int, int>> unit_ranges(const std::vector<int>& units) {
   return ranges;
 }
 
+void expect_shard_schema(const JsonReader& root, std::string_view schema, std::string_view near_schema,
+                         std::string_view hint) {
+  if (!root.is_object() || !root.has("schema") || !root.at("schema").is_string()) {
+    root.fail("not a {} document: no \"schema\" string", schema);
+  }
+  const std::string found = root.at("schema").as_string();
+  if (found != schema)
+    root.fail("not a {} document but {}{}", schema, printable(found), found == near_schema ? hint : "");
+}
+
+ShardSpec read_shard_spec(const JsonReader& spec) {
+  ShardSpec shard;
+  shard.count = static_cast<int>(spec.at("count").as_integer(1, kMaxShards));
+  shard.index = static_cast<int>(spec.at("index").as_integer(1, shard.count));
+  return shard;
+}
+
 nlohmann::ordered_json unit_ranges_json(const std::vector<int>& units) {
   Json ranges = Json::array();
   for (const auto& [first, last] : unit_ranges(units)) ranges.push_back({first, last});
@@ -214,14 +231,7 @@ nlohmann::ordered_json shard_document_json(const SweepPlan& plan, const ShardSpe
 ShardDocument read_shard_document(const std::string& path) {
   const nlohmann::json document = read_json_file(path, kKind);
   const JsonReader root(document, path, "", std::string(kKind));
-  if (!root.is_object() || !root.has("schema") || !root.at("schema").is_string()) {
-    root.fail("not a {} document: no \"schema\" string", kShardSchema);
-  }
-  const std::string schema = root.at("schema").as_string();
-  if (schema != kShardSchema) {
-    root.fail("not a {} document but {}{}", kShardSchema, printable(schema),
-              schema == "tqlab.sweep/1" ? " (a finished sweep's results, not a shard)" : "");
-  }
+  expect_shard_schema(root, kShardSchema, "tqlab.sweep/1", " (a finished sweep's results, not a shard)");
   root.allow_only({"schema", "tqlab", "shard", "config_hash", "config", "origins", "data", "model", "work", "units",
                    "kl_tails", "timing"});
   ShardDocument shard;
@@ -229,9 +239,7 @@ ShardDocument read_shard_document(const std::string& path) {
   const JsonReader tqlab = root.at("tqlab");
   shard.version = tqlab.at("version").as_string();
   shard.git_commit = tqlab.at("git_commit").as_string();
-  const JsonReader spec = root.at("shard");
-  shard.shard.count = static_cast<int>(spec.at("count").as_integer(1, kMaxShards));
-  shard.shard.index = static_cast<int>(spec.at("index").as_integer(1, shard.shard.count));
+  shard.shard = read_shard_spec(root.at("shard"));
   shard.config_hash = root.at("config_hash").as_string();
   if (!root.at("config").is_object()) root.at("config").fail("expected the sweep's config, an object");
   shard.config_text = document.at("config").dump();

@@ -90,6 +90,15 @@ std::vector<KlTailsPart> kl_tails_parts(const SweepTotals& totals);
 /// when the part has other layers or heads, or does not keep what the tails need.
 void add_kl_tails_part(KlTails& tails, const KlTailsPart& part, const std::string& what);
 
+/// Checks that `root` is a shard document of `schema` (tqlab.shard/1, tqlab.profile-shard/1):
+/// InputError "not a SCHEMA document but OTHER" naming the file, followed by `hint` when OTHER is
+/// `near_schema` (the finished document a shard is mistaken for).
+void expect_shard_schema(const JsonReader& root, std::string_view schema, std::string_view near_schema,
+                         std::string_view hint);
+
+/// "shard": {"index": K, "count": N} read back, 1 <= K <= N <= kMaxShards.
+ShardSpec read_shard_spec(const JsonReader& spec);
+
 /// "1-5,7,9-12": ascending units as inclusive ranges, for messages and "holds".
 std::vector<std::pair<int, int>> unit_ranges(const std::vector<int>& units);
 std::string describe_unit_ranges(const std::vector<int>& units);

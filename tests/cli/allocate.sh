@@ -187,28 +187,26 @@ assert d["objective"]["profile"] == "offline" and d["profile"]["source"]["model"
 PY
 
 # ---------------------------------------------------------------- bad inputs
-# rejected DESCRIPTION NEEDLE... -- ARGS...: exit 2, one stderr line holding every NEEDLE, no output written.
-rejected() {
-  local description=$1
-  shift
-  local needles=()
-  while [ "$1" != "--" ]; do needles+=("$1"); shift; done
-  shift
-  rm -f bad.json
-  expect_exit 2 "$description" -- "$TQLAB" allocate "$@" -o bad.json --quiet
-  expect_error_line "${needles[@]}"
-  [ -e bad.json ] && fail "$description: left bad.json behind"
-}
-rejected "impossible budget" "--budget 1" "cheapest" -- --config offline.json --budget 1 --candidates "$ladder"
-rejected "budget neither bits nor candidate" "--budget 'lots'" -- --config offline.json --budget lots
-rejected "unknown candidate" "--candidates" "nosuch" -- --config offline.json --budget 3 --candidates tq:b=3,nosuch:b=2
-rejected "empty candidate" "--candidates" "empty" -- --config offline.json --budget 3 --candidates tq:b=3,,fp16
-rejected "bad granularity" "--granularity 'head'" -- --config offline.json --budget 3 --granularity head
-rejected "bad profile" "--profile 'online'" -- --config offline.json --budget 3 --profile online
-rejected "model profile without a model" "--profile model" "model" -- --config offline.json --budget 3 --profile model
-rejected "missing config" "nosuch.json" -- --config nosuch.json --budget 3
-rejected "negative key weight" "--key-weight" -- --config offline.json --budget 3 --key-weight -1
-rejected "calibrate without a model" "--calibrate" "model" -- --config offline.json --budget 3 --calibrate
+# Each refused with exit 2 and one line naming the option or file, no output written (expect_refused).
+expect_refused "impossible budget" "--budget 1" "cheapest" -- "$TQLAB" allocate \
+  --config offline.json --budget 1 --candidates "$ladder" -o bad.json --quiet
+expect_refused "budget neither bits nor candidate" "--budget 'lots'" -- "$TQLAB" allocate \
+  --config offline.json --budget lots -o bad.json --quiet
+expect_refused "unknown candidate" "--candidates" "nosuch" -- "$TQLAB" allocate \
+  --config offline.json --budget 3 --candidates tq:b=3,nosuch:b=2 -o bad.json --quiet
+expect_refused "empty candidate" "--candidates" "empty" -- "$TQLAB" allocate \
+  --config offline.json --budget 3 --candidates tq:b=3,,fp16 -o bad.json --quiet
+expect_refused "bad granularity" "--granularity 'head'" -- "$TQLAB" allocate \
+  --config offline.json --budget 3 --granularity head -o bad.json --quiet
+expect_refused "bad profile" "--profile 'online'" -- "$TQLAB" allocate \
+  --config offline.json --budget 3 --profile online -o bad.json --quiet
+expect_refused "model profile without a model" "--profile model" "model" -- "$TQLAB" allocate \
+  --config offline.json --budget 3 --profile model -o bad.json --quiet
+expect_refused "missing config" "nosuch.json" -- "$TQLAB" allocate --config nosuch.json --budget 3 -o bad.json --quiet
+expect_refused "negative key weight" "--key-weight" -- "$TQLAB" allocate \
+  --config offline.json --budget 3 --key-weight -1 -o bad.json --quiet
+expect_refused "calibrate without a model" "--calibrate" "model" -- "$TQLAB" allocate \
+  --config offline.json --budget 3 --calibrate -o bad.json --quiet
 cat > sweep_missing.json <<'JSON'
 {"data": {"path": "small.safetensors"}, "runs": [{"allocation": "nosuch.json"}], "out": "never.json"}
 JSON

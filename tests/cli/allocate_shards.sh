@@ -113,49 +113,31 @@ assert a == b
 PY
 
 # ---------------------------------------------------------------- bad inputs
-# merge_rejected DESCRIPTION NEEDLE... -- SHARDS...: exit 2, one line holding every NEEDLE, no output.
-merge_rejected() {
-  local description=$1
-  shift
-  local needles=()
-  while [ "$1" != "--" ]; do needles+=("$1"); shift; done
-  shift
-  rm -f bad.json
-  expect_exit 2 "$description" -- "$TQLAB" merge "$@" -o bad.json --quiet
-  expect_error_line "${needles[@]}"
-  [ -e bad.json ] && fail "$description: left bad.json behind"
-}
-merge_rejected "a missing shard" "shard 2/3 is missing" -- model-1.json model-3.json
-merge_rejected "a shard twice" "'model-1.json' is given twice" -- model-1.json model-2.json model-3.json model-1.json
+# Each refused with exit 2 and one line naming them, no output written (expect_refused).
+merge() { "$TQLAB" merge "$@" -o bad.json --quiet; }
+allocate() { "$TQLAB" allocate "$@" -o bad.json --quiet; }
+expect_refused "a missing shard" "shard 2/3 is missing" -- merge model-1.json model-3.json
+expect_refused "a shard twice" "'model-1.json' is given twice" -- merge model-1.json model-2.json model-3.json \
+  model-1.json
 cp model-2.json copy-2.json
-merge_rejected "two files of one shard" "are duplicates: both are shard 2/3" -- model-1.json model-2.json \
+expect_refused "two files of one shard" "are duplicates: both are shard 2/3" -- merge model-1.json model-2.json \
   model-3.json copy-2.json
 expect_exit 0 "a shard of another profile" -- "$TQLAB" allocate --config model.json --shard 2/3 \
   --candidates tq:b=2,nc,tq:b=3,nc --granularity layer -o other-2.json --quiet
-merge_rejected "a foreign shard" "'other-2.json' (2/3) is foreign: another profile (content key" -- model-1.json \
-  other-2.json model-3.json
-merge_rejected "a whole profile among its shards" "not a tqlab.profile-shard/1" "a whole profile" -- model-2.json \
-  whole/tqlab-profile-model-*.json
+expect_refused "a foreign shard" "'other-2.json' (2/3) is foreign: another profile (content key" -- merge \
+  model-1.json other-2.json model-3.json
+expect_refused "a whole profile among its shards" "not a tqlab.profile-shard/1" "a whole profile" -- merge \
+  model-2.json whole/tqlab-profile-model-*.json
 
-# allocate_rejected DESCRIPTION NEEDLE... -- ARGS...: exit 2, one line holding every NEEDLE, no output.
-allocate_rejected() {
-  local description=$1
-  shift
-  local needles=()
-  while [ "$1" != "--" ]; do needles+=("$1"); shift; done
-  shift
-  rm -f bad.json
-  expect_exit 2 "$description" -- "$TQLAB" allocate "$@" -o bad.json --quiet
-  expect_error_line "${needles[@]}"
-  [ -e bad.json ] && fail "$description: left bad.json behind"
-}
-allocate_rejected "a profile of other seeds" "--profile-file 'model_merged.json'" "content key" -- --config model.json \
-  --budget 3.2 --candidates "$model_ladder" --granularity layer --seeds 0 --profile-file model_merged.json
-allocate_rejected "a shard as the profile" "model-1.json" "tqlab merge" -- --config model.json --budget 3.2 \
+expect_refused "a profile of other seeds" "--profile-file 'model_merged.json'" "content key" -- allocate \
+  --config model.json --budget 3.2 --candidates "$model_ladder" --granularity layer --seeds 0 \
+  --profile-file model_merged.json
+expect_refused "a shard as the profile" "model-1.json" "tqlab merge" -- allocate --config model.json --budget 3.2 \
   --candidates "$model_ladder" --granularity layer --profile-file model-1.json
-allocate_rejected "--shard with --verify" "--shard 1/3" "--verify" -- --config offline.json --shard 1/3 --verify
-allocate_rejected "--shard with --budget" "--shard 1/3" "--budget" -- --config offline.json --shard 1/3 --budget 3
-allocate_rejected "--shard 0/3" "--shard '0/3'" -- --config offline.json --shard 0/3
-allocate_rejected "--shard 2" "--shard '2'" "K/N" -- --config offline.json --shard 2
-allocate_rejected "no budget and no shard" "--budget" -- --config offline.json
+expect_refused "--shard with --verify" "--shard 1/3" "--verify" -- allocate --config offline.json --shard 1/3 --verify
+expect_refused "--shard with --budget" "--shard 1/3" "--budget" -- allocate --config offline.json --shard 1/3 \
+  --budget 3
+expect_refused "--shard 0/3" "--shard '0/3'" -- allocate --config offline.json --shard 0/3
+expect_refused "--shard 2" "--shard '2'" "K/N" -- allocate --config offline.json --shard 2
+expect_refused "no budget and no shard" "--budget" -- allocate --config offline.json
 finish

@@ -51,6 +51,20 @@ expect_error_line() {
   done
 }
 
+# expect_refused DESCRIPTION NEEDLE... -- COMMAND...: COMMAND exits 2 with one stderr line holding every
+# NEEDLE, and leaves no bad.json behind (the output a test gives the commands it expects refused).
+expect_refused() {
+  local description=$1
+  shift
+  local needles=()
+  while [ "$1" != "--" ]; do needles+=("$1"); shift; done
+  shift
+  rm -f bad.json
+  expect_exit 2 "$description" -- "$@"
+  expect_error_line "${needles[@]}"
+  [ -e bad.json ] && fail "$description: left bad.json behind"
+}
+
 # expect_contains FILE NEEDLE...
 expect_contains() {
   local file=$1
