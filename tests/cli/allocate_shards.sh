@@ -114,30 +114,29 @@ PY
 
 # ---------------------------------------------------------------- bad inputs
 # Each refused with exit 2 and one line naming them, no output written (expect_refused).
-merge() { "$TQLAB" merge "$@" -o bad.json --quiet; }
-allocate() { "$TQLAB" allocate "$@" -o bad.json --quiet; }
-expect_refused "a missing shard" "shard 2/3 is missing" -- merge model-1.json model-3.json
-expect_refused "a shard twice" "'model-1.json' is given twice" -- merge model-1.json model-2.json model-3.json \
-  model-1.json
+expect_refused "a missing shard" "shard 2/3 is missing" -- "$TQLAB" merge model-1.json model-3.json -o bad.json --quiet
+expect_refused "a shard twice" "'model-1.json' is given twice" -- "$TQLAB" merge model-1.json model-2.json model-3.json \
+  model-1.json -o bad.json --quiet
 cp model-2.json copy-2.json
-expect_refused "two files of one shard" "are duplicates: both are shard 2/3" -- merge model-1.json model-2.json \
-  model-3.json copy-2.json
+expect_refused "two files of one shard" "are duplicates: both are shard 2/3" -- "$TQLAB" merge model-1.json \
+  model-2.json model-3.json copy-2.json -o bad.json --quiet
 expect_exit 0 "a shard of another profile" -- "$TQLAB" allocate --config model.json --shard 2/3 \
   --candidates tq:b=2,nc,tq:b=3,nc --granularity layer -o other-2.json --quiet
-expect_refused "a foreign shard" "'other-2.json' (2/3) is foreign: another profile (content key" -- merge \
-  model-1.json other-2.json model-3.json
-expect_refused "a whole profile among its shards" "not a tqlab.profile-shard/1" "a whole profile" -- merge \
-  model-2.json whole/tqlab-profile-model-*.json
+expect_refused "a foreign shard" "'other-2.json' (2/3) is foreign: another profile (content key" -- "$TQLAB" merge \
+  model-1.json other-2.json model-3.json -o bad.json --quiet
+expect_refused "a whole profile among its shards" "not a tqlab.profile-shard/1" "a whole profile" -- "$TQLAB" merge \
+  model-2.json whole/tqlab-profile-model-*.json -o bad.json --quiet
 
-expect_refused "a profile of other seeds" "--profile-file 'model_merged.json'" "content key" -- allocate \
+expect_refused "a profile of other seeds" "--profile-file 'model_merged.json'" "content key" -- "$TQLAB" allocate \
   --config model.json --budget 3.2 --candidates "$model_ladder" --granularity layer --seeds 0 \
-  --profile-file model_merged.json
-expect_refused "a shard as the profile" "model-1.json" "tqlab merge" -- allocate --config model.json --budget 3.2 \
-  --candidates "$model_ladder" --granularity layer --profile-file model-1.json
-expect_refused "--shard with --verify" "--shard 1/3" "--verify" -- allocate --config offline.json --shard 1/3 --verify
-expect_refused "--shard with --budget" "--shard 1/3" "--budget" -- allocate --config offline.json --shard 1/3 \
-  --budget 3
-expect_refused "--shard 0/3" "--shard '0/3'" -- allocate --config offline.json --shard 0/3
-expect_refused "--shard 2" "--shard '2'" "K/N" -- allocate --config offline.json --shard 2
-expect_refused "no budget and no shard" "--budget" -- allocate --config offline.json
+  --profile-file model_merged.json -o bad.json --quiet
+expect_refused "a shard as the profile" "model-1.json" "tqlab merge" -- "$TQLAB" allocate --config model.json \
+  --budget 3.2 --candidates "$model_ladder" --granularity layer --profile-file model-1.json -o bad.json --quiet
+expect_refused "--shard with --verify" "--shard 1/3" "--verify" -- "$TQLAB" allocate --config offline.json \
+  --shard 1/3 --verify -o bad.json --quiet
+expect_refused "--shard with --budget" "--shard 1/3" "--budget" -- "$TQLAB" allocate --config offline.json --shard 1/3 \
+  --budget 3 -o bad.json --quiet
+expect_refused "--shard 0/3" "--shard '0/3'" -- "$TQLAB" allocate --config offline.json --shard 0/3 -o bad.json --quiet
+expect_refused "--shard 2" "--shard '2'" "K/N" -- "$TQLAB" allocate --config offline.json --shard 2 -o bad.json --quiet
+expect_refused "no budget and no shard" "--budget" -- "$TQLAB" allocate --config offline.json -o bad.json --quiet
 finish

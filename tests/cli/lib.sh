@@ -51,8 +51,9 @@ expect_error_line() {
   done
 }
 
-# expect_refused DESCRIPTION NEEDLE... -- COMMAND...: COMMAND exits 2 with one stderr line holding every
-# NEEDLE, and leaves no bad.json behind (the output a test gives the commands it expects refused).
+# expect_refused DESCRIPTION NEEDLE... -- COMMAND...: COMMAND exits 2 within a minute with one stderr line
+# holding every NEEDLE, prints nothing on stdout, and leaves no bad.json behind (the output a test gives
+# the commands it expects refused).
 expect_refused() {
   local description=$1
   shift
@@ -60,8 +61,9 @@ expect_refused() {
   while [ "$1" != "--" ]; do needles+=("$1"); shift; done
   shift
   rm -f bad.json
-  expect_exit 2 "$description" -- "$@"
+  expect_exit 2 "$description" -- timeout 60 "$@"
   expect_error_line "${needles[@]}"
+  [ -s out.txt ] && fail "$description: printed to stdout: $(head -2 out.txt)"
   [ -e bad.json ] && fail "$description: left bad.json behind"
 }
 

@@ -81,49 +81,35 @@ printf 'caf\xe9' > latin1.txt
 : > empty.txt
 mkdir -p empty_folder
 
-# rejected DESCRIPTION NEEDLE... -- COMMAND...: exit 2, one stderr line holding every NEEDLE, no stdout.
-rejected() {
-  local description=$1
-  shift
-  local needles=()
-  while [ "$1" != "--" ]; do
-    needles+=("$1")
-    shift
-  done
-  shift
-  expect_exit 2 "$description" -- timeout 20 "$@"
-  expect_error_line "${needles[@]}"
-  [ -s out.txt ] && fail "$description: printed to stdout: $(head -2 out.txt)"
-}
 
-rejected "malformed tokenizer.json" "'malformed.json'" -- "$TQLAB" tokenize --tokenizer malformed.json --text hello.txt
-rejected "truncated tokenizer.json" "'truncated.json'" -- "$TQLAB" tokenize --tokenizer truncated.json --text hello.txt
-rejected "merges naming unknown tokens" "'unknown_merge.json'" "model.merges" "'zz'" "not in model.vocab" -- \
+expect_refused "malformed tokenizer.json" "'malformed.json'" -- "$TQLAB" tokenize --tokenizer malformed.json --text hello.txt
+expect_refused "truncated tokenizer.json" "'truncated.json'" -- "$TQLAB" tokenize --tokenizer truncated.json --text hello.txt
+expect_refused "merges naming unknown tokens" "'unknown_merge.json'" "model.merges" "'zz'" "not in model.vocab" -- \
   "$TQLAB" tokenize --tokenizer unknown_merge.json --text hello.txt
-rejected "unsupported model type" "'unigram.json'" "model.type" "'Unigram' is not supported (supported: BPE)" -- \
+expect_refused "unsupported model type" "'unigram.json'" "model.type" "'Unigram' is not supported (supported: BPE)" -- \
   "$TQLAB" tokenize --tokenizer unigram.json --text hello.txt
-rejected "unsupported pre-tokenizer" "'whitespace.json'" "pre_tokenizer.type" "'Whitespace' is not supported" -- \
+expect_refused "unsupported pre-tokenizer" "'whitespace.json'" "pre_tokenizer.type" "'Whitespace' is not supported" -- \
   "$TQLAB" tokenize --tokenizer whitespace.json --text hello.txt
-rejected "folder without tokenizer.json" "'empty_folder'" "holds no tokenizer.json" -- \
+expect_refused "folder without tokenizer.json" "'empty_folder'" "holds no tokenizer.json" -- \
   "$TQLAB" tokenize --tokenizer empty_folder --text hello.txt
-rejected "missing tokenizer file" "'absent.json'" -- "$TQLAB" tokenize --tokenizer absent.json --text hello.txt
-rejected "empty text" "'empty.txt'" "is empty" -- "$TQLAB" tokenize --tokenizer "$bytes_tokenizer" --text empty.txt
-rejected "missing text" "'absent.txt'" -- "$TQLAB" tokenize --tokenizer "$bytes_tokenizer" --text absent.txt
-rejected "non-UTF-8 text, no byte fallback" "'latin1.txt'" "not UTF-8" "offset 3" "'no_fallback.json'" \
+expect_refused "missing tokenizer file" "'absent.json'" -- "$TQLAB" tokenize --tokenizer absent.json --text hello.txt
+expect_refused "empty text" "'empty.txt'" "is empty" -- "$TQLAB" tokenize --tokenizer "$bytes_tokenizer" --text empty.txt
+expect_refused "missing text" "'absent.txt'" -- "$TQLAB" tokenize --tokenizer "$bytes_tokenizer" --text absent.txt
+expect_refused "non-UTF-8 text, no byte fallback" "'latin1.txt'" "not UTF-8" "offset 3" "'no_fallback.json'" \
   "byte_fallback" -- "$TQLAB" tokenize --tokenizer no_fallback.json --text latin1.txt
 expect_exit 0 "the same tokenizer takes UTF-8" -- "$TQLAB" tokenize --tokenizer no_fallback.json --text hello.txt
 printf '1 2 300\n' > out_of_range.txt
-rejected "id beyond the vocabulary" "'out_of_range.txt'" "id 300 (at position 2)" -- \
+expect_refused "id beyond the vocabulary" "'out_of_range.txt'" "id 300 (at position 2)" -- \
   "$TQLAB" tokenize --tokenizer "$bytes_tokenizer" --decode out_of_range.txt
 printf '1 2 x3\n' > not_ids.txt
-rejected "ids file that is not ids" "'not_ids.txt'" "byte offset 4" -- \
+expect_refused "ids file that is not ids" "'not_ids.txt'" "byte offset 4" -- \
   "$TQLAB" tokenize --tokenizer "$bytes_tokenizer" --decode not_ids.txt
-rejected "float tensor to decode" "'floats.npy'" "expected integer token ids" -- \
+expect_refused "float tensor to decode" "'floats.npy'" "expected integer token ids" -- \
   "$TQLAB" tokenize --tokenizer "$bytes_tokenizer" --decode floats.npy
-rejected "neither --text nor --decode" "exactly one of --text" -- "$TQLAB" tokenize --tokenizer "$bytes_tokenizer"
-rejected "-o with a text extension" "must end in .npy" -- \
+expect_refused "neither --text nor --decode" "exactly one of --text" -- "$TQLAB" tokenize --tokenizer "$bytes_tokenizer"
+expect_refused "-o with a text extension" "must end in .npy" -- \
   "$TQLAB" tokenize --tokenizer "$bytes_tokenizer" --text hello.txt -o ids.txt
-rejected "-o over the input" "is the input file" -- \
+expect_refused "-o over the input" "is the input file" -- \
   "$TQLAB" tokenize --tokenizer "$bytes_tokenizer" --decode ids.txt -o ids.txt
 [ -e ids.txt ] || fail "the refused -o removed the input"
 ls ./*.tmp-* >/dev/null 2>&1 && fail "a temporary file was left behind: $(ls ./*.tmp-*)"
