@@ -69,10 +69,8 @@ ProfileShard read_profile_shard(const std::string& path) {
   root.allow_only({"schema", "tqlab", "shard", "work", "profile"});
   ProfileShard shard;
   shard.path = path;
-  const JsonReader tqlab = root.at("tqlab");
-  shard.version = tqlab.at("version").as_string();
-  shard.git_commit = tqlab.at("git_commit").as_string();
-  shard.shard = read_shard_spec(root.at("shard"));
+  // Who computed it is in the content key too (tqlab's version and commit): a shard of another commit is foreign.
+  shard.shard = read_shard_header(root).shard;
   const JsonReader work = root.at("work");
   const auto units = static_cast<int>(work.at("units").as_integer(0, 1 << 30));
   for (const JsonReader& cost : work.at("costs").elements()) shard.costs.push_back(cost.as_unsigned());

@@ -32,7 +32,6 @@ inline constexpr std::string_view kProfileShardSchema = "tqlab.profile-shard/1";
 
 struct ProfileShard {
   std::string path;  ///< the file it was read from
-  std::string version, git_commit;
   ShardSpec shard;
   std::vector<std::uint64_t> costs;  ///< per work unit of the whole profile
   std::vector<int> held;             ///< work units held, ascending

@@ -179,8 +179,11 @@ void write_profile_shard(const ProfileContext& context, ProfileKind kind, Granul
   }
   shard.held = profile_shard_units(shard.costs, spec);
   if (!context.options.quiet) {
-    log::info("allocate: shard {} holds {} of the {} profile's {} work units", spec.text(), shard.held.size(),
-              profile_kind_name(kind), shard.costs.size());
+    log::info("allocate: shard {} holds {} of the {} profile's {} work units{}", spec.text(), shard.held.size(),
+              profile_kind_name(kind), shard.costs.size(),
+              shard.held.empty() ? std::string()
+                                 : fmt::format(": {} to {}", describe_profile_work(skeleton, shard.held.front()),
+                                               describe_profile_work(skeleton, shard.held.back())));
   }
   shard.profile = measure_profile(context, kind, granularity, shard.held);
   if (kind == ProfileKind::model && shard.profile.layers_computed_share) {

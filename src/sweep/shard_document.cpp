@@ -99,11 +99,15 @@ void expect_shard_schema(const JsonReader& root, std::string_view schema, std::s
     root.fail("not a {} document but {}{}", schema, printable(found), found == near_schema ? hint : "");
 }
 
-ShardSpec read_shard_spec(const JsonReader& spec) {
-  ShardSpec shard;
-  shard.count = static_cast<int>(spec.at("count").as_integer(1, kMaxShards));
-  shard.index = static_cast<int>(spec.at("index").as_integer(1, shard.count));
-  return shard;
+ShardHeader read_shard_header(const JsonReader& root) {
+  ShardHeader header;
+  const JsonReader tqlab = root.at("tqlab");
+  header.version = tqlab.at("version").as_string();
+  header.git_commit = tqlab.at("git_commit").as_string();
+  const JsonReader spec = root.at("shard");
+  header.shard.count = static_cast<int>(spec.at("count").as_integer(1, kMaxShards));
+  header.shard.index = static_cast<int>(spec.at("index").as_integer(1, header.shard.count));
+  return header;
 }
 
 nlohmann::ordered_json unit_ranges_json(const std::vector<int>& units) {
@@ -236,10 +240,10 @@ ShardDocument read_shard_document(const std::string& path) {
                    "kl_tails", "timing"});
   ShardDocument shard;
   shard.path = path;
-  const JsonReader tqlab = root.at("tqlab");
-  shard.version = tqlab.at("version").as_string();
-  shard.git_commit = tqlab.at("git_commit").as_string();
-  shard.shard = read_shard_spec(root.at("shard"));
+  ShardHeader header = read_shard_header(root);
+  shard.version = std::move(header.version);
+  shard.git_commit = std::move(header.git_commit);
+  shard.shard = header.shard;
   shard.config_hash = root.at("config_hash").as_string();
   if (!root.at("config").is_object()) root.at("config").fail("expected the sweep's config, an object");
   shard.config_text = document.at("config").dump();

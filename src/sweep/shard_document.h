@@ -96,8 +96,13 @@ void add_kl_tails_part(KlTails& tails, const KlTailsPart& part, const std::strin
 void expect_shard_schema(const JsonReader& root, std::string_view schema, std::string_view near_schema,
                          std::string_view hint);
 
-/// "shard": {"index": K, "count": N} read back, 1 <= K <= N <= kMaxShards.
-ShardSpec read_shard_spec(const JsonReader& spec);
+/// What every shard document opens with: "tqlab": {"version", "git_commit"} (who computed it) and
+/// "shard": {"index": K, "count": N}, 1 <= K <= N <= kMaxShards.
+struct ShardHeader {
+  std::string version, git_commit;
+  ShardSpec shard;
+};
+ShardHeader read_shard_header(const JsonReader& root);
 
 /// "1-5,7,9-12": ascending units as inclusive ranges, for messages and "holds".
 std::vector<std::pair<int, int>> unit_ranges(const std::vector<int>& units);
