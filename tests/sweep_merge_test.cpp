@@ -14,8 +14,8 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io_test_util.h"
-#include "sweep/shard_document.h"
-#include "sweep/sweep_merge.h"
+#include "job/shard_document.h"
+#include "job/sweep_merge.h"
 #include "sweep_test_util.h"
 
 namespace tqlab {

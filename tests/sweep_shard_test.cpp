@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "io_test_util.h"
-#include "sweep/sweep_shard.h"
+#include "job/sweep_shard.h"
 #include "sweep_test_util.h"
 
 namespace tqlab {

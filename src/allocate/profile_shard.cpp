@@ -11,8 +11,8 @@
 #include "core/index.h"
 #include "core/text.h"
 #include "io/json_reader.h"
-#include "sweep/shard_coverage.h"
-#include "sweep/shard_document.h"
+#include "job/shard_coverage.h"
+#include "job/shard_document.h"
 #include "tqlab_version.h"
 
 namespace tqlab {

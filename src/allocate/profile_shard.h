@@ -24,7 +24,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "allocate/profile.h"
-#include "sweep/sweep_shard.h"
+#include "job/sweep_shard.h"
 
 namespace tqlab {
 

@@ -30,9 +30,9 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "job/sweep_shard.h"
 #include "model/model_config.h"
 #include "sweep/sweep_model.h"
-#include "sweep/sweep_shard.h"
 
 namespace tqlab::cli {
 namespace {

@@ -15,7 +15,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "sweep/sweep_merge.h"
+#include "job/sweep_merge.h"
 #include "sweep/sweep_results.h"
 
 namespace tqlab::cli {

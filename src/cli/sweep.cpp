@@ -19,10 +19,10 @@
 #include "core/log.h"
 #include "core/stop_signals.h"
 #include "core/text.h"
+#include "job/sweep_job.h"
+#include "job/sweep_rerun.h"
 #include "metrics/needle.h"
 #include "sweep/sweep.h"
-#include "sweep/sweep_job.h"
-#include "sweep/sweep_rerun.h"
 #include "sweep/sweep_results.h"
 
 namespace tqlab::cli {

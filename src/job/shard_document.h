@@ -32,10 +32,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "job/sweep_shard.h"
 #include "sweep/sweep_plan.h"
 #include "sweep/sweep_results.h"
 #include "sweep/sweep_runner.h"
-#include "sweep/sweep_shard.h"
 #include "sweep/work_units.h"
 
 namespace tqlab {

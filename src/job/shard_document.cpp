@@ -1,4 +1,4 @@
-#include "sweep/shard_document.h"
+#include "job/shard_document.h"
 
 #include <filesystem>
 #include <limits>
@@ -12,8 +12,8 @@
 #include "core/parallel.h"
 #include "core/text.h"
 #include "io/json_reader.h"
+#include "job/totals_json.h"
 #include "sweep/sweep_identity.h"
-#include "sweep/totals_json.h"
 #include "tqlab_version.h"
 
 namespace tqlab {

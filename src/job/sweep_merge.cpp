@@ -1,4 +1,4 @@
-#include "sweep/sweep_merge.h"
+#include "job/sweep_merge.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,10 +9,10 @@
 #include "core/error.h"
 #include "core/index.h"
 #include "core/text.h"
-#include "sweep/shard_coverage.h"
-#include "sweep/shard_document.h"
+#include "job/shard_coverage.h"
+#include "job/shard_document.h"
+#include "job/sweep_shard.h"
 #include "sweep/sweep_identity.h"
-#include "sweep/sweep_shard.h"
 #include "sweep/work_units.h"
 
 namespace tqlab {

@@ -1,4 +1,4 @@
-#include "sweep/totals_json.h"
+#include "job/totals_json.h"
 
 #include <array>
 #include <cmath>

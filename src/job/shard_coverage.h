@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "sweep/sweep_shard.h"
+#include "job/sweep_shard.h"
 
 namespace tqlab {
 

@@ -1,4 +1,4 @@
-#include "sweep/shard_coverage.h"
+#include "job/shard_coverage.h"
 
 #include <filesystem>
 #include <map>
@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/index.h"
 #include "core/text.h"
-#include "sweep/shard_document.h"
+#include "job/shard_document.h"
 
 namespace tqlab {
 namespace {

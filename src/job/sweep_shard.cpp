@@ -1,4 +1,4 @@
-#include "sweep/sweep_shard.h"
+#include "job/sweep_shard.h"
 
 #include <algorithm>
 #include <charconv>

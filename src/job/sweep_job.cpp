@@ -1,4 +1,4 @@
-#include "sweep/sweep_job.h"
+#include "job/sweep_job.h"
 
 #include <filesystem>
 
@@ -9,8 +9,8 @@
 #include "core/error.h"
 #include "core/index.h"
 #include "core/text.h"
-#include "sweep/shard_document.h"
-#include "sweep/sweep_rerun.h"
+#include "job/shard_document.h"
+#include "job/sweep_rerun.h"
 #include "tqlab_version.h"
 
 namespace tqlab {

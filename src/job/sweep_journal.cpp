@@ -1,4 +1,4 @@
-#include "sweep/sweep_journal.h"
+#include "job/sweep_journal.h"
 
 #include <cerrno>
 #include <cstring>
@@ -16,7 +16,7 @@
 #include "core/index.h"
 #include "core/text.h"
 #include "io/json_reader.h"
-#include "sweep/totals_json.h"
+#include "job/totals_json.h"
 #include "tqlab_version.h"
 
 namespace tqlab {

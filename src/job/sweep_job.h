@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "job/sweep_journal.h"
+#include "job/sweep_shard.h"
 #include "sweep/sweep_identity.h"
-#include "sweep/sweep_journal.h"
 #include "sweep/sweep_plan.h"
 #include "sweep/sweep_results.h"
 #include "sweep/sweep_runner.h"
-#include "sweep/sweep_shard.h"
 #include "sweep/work_units.h"
 
 namespace tqlab {

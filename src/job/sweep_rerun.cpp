@@ -1,4 +1,4 @@
-#include "sweep/sweep_rerun.h"
+#include "job/sweep_rerun.h"
 
 #include <filesystem>
 
@@ -8,8 +8,8 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "io/json_reader.h"
+#include "job/shard_document.h"
 #include "results/results_document.h"
-#include "sweep/shard_document.h"
 #include "sweep/sweep_identity.h"
 #include "tqlab_version.h"
 
