@@ -2,14 +2,13 @@
 
 #include <condition_variable>
 #include <exception>
-#include <filesystem>
 #include <mutex>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "core/sha256.h"
-#include "sweep/sweep_results.h"
+#include "sweep/sweep_config_json.h"
 
 namespace tqlab {
 
@@ -68,18 +67,6 @@ DataIdentity model_input_identity(const nlohmann::json& results) {
   digests.push_back(tokens.at("sha256").get<std::string>());
   digests.push_back(tokens.contains("tokenizer") ? tokens.at("tokenizer").at("sha256").get<std::string>() : "");
   return model_only_identity(bytes, digests);
-}
-
-std::string path_for_document(const std::string& written, const std::string& resolved, const std::string& out) {
-  namespace fs = std::filesystem;
-  // As the user wrote it: an absolute path stays absolute, a relative one stays relative.
-  if (fs::path(written).is_absolute() || out.empty()) return resolved;
-  std::error_code error;
-  const fs::path folder = fs::absolute(fs::path(out), error).parent_path();
-  const fs::path target = fs::absolute(fs::path(resolved), error);
-  if (error) return resolved;
-  const fs::path relative = target.lexically_normal().lexically_relative(folder.lexically_normal());
-  return relative.empty() ? resolved : relative.string();
 }
 
 struct DataDigest::State {

@@ -1,9 +1,8 @@
 // What identifies a sweep and its data across processes, machines and time:
-// the config's hash, the data file's identity (DataIdentity, sweep_results.h)
-// and where a document says the data is.
+// the config's hash and the data file's identity (DataIdentity, sweep_plan.h).
 //
 // Config hash: the sha256 of the resolved config as the results document
-// writes it ("config", sweep_results.h), as compact JSON with every object's
+// writes it ("config", sweep_config_json.h), as compact JSON with every object's
 // keys sorted (so a document read back in any key order hashes the same), and
 // the paths left out ("data.path", "model.path", ".tokens", ".text",
 // ".tokenizer"): the data's identity is its sha256, checked on its own, and two
@@ -12,8 +11,7 @@
 // merges are matched by it.
 //
 // The config a document carries is itself a config, read as if it lived where
-// the document does: its data and model paths are relative to the document's
-// folder (or absolute when the config or --data gave an absolute path).
+// the document does (sweep_config_json.h).
 #pragma once
 
 #include <optional>
@@ -33,10 +31,6 @@ std::string sweep_config_hash(const nlohmann::json& config_section);
 std::string sweep_config_hash(const nlohmann::ordered_json& config_section);
 /// The hash of the config section `plan` writes.
 std::string sweep_config_hash(const SweepPlan& plan);
-
-/// A path of the config (`written`, resolved to `resolved`) as a document written to
-/// `out` records it: relative to the output's folder, or absolute when `written` is.
-std::string path_for_document(const std::string& written, const std::string& resolved, const std::string& out);
 
 /// What identifies the inputs of a sweep that reads no data file: the dump its
 /// model block made (its size and sha256) or, without a dump (end to end only),

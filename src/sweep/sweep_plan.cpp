@@ -127,6 +127,10 @@ bool wants_offline_metrics(const MetricsConfig& metrics) {
   return metrics.reconstruction || metrics.attention || metrics.needle;
 }
 
+int synthetic_trial_count(const SweepPlan& plan) {
+  return plan.synthetic_needle ? plan.config.metrics.needle_options.synth_trials : 0;
+}
+
 SweepPlan plan_sweep(SweepConfig config, const PlanOptions& options) {
   SweepPlan plan;
   plan.config = std::move(config);

@@ -83,6 +83,9 @@ SweepPlan plan_sweep(SweepConfig config, const PlanOptions& options = {});
 /// attention, needle), as opposed to the model block's end-to-end metrics only.
 bool wants_offline_metrics(const MetricsConfig& metrics);
 
+/// The synthetic needle trials a plan measures (0 when the test is off).
+int synthetic_trial_count(const SweepPlan& plan);
+
 /// Logit scale of a layer: the configured number, else 1/sqrt(key head dim).
 double attention_scale(const AttentionConfig& attention, int key_dim);
 

@@ -24,12 +24,9 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "sweep/sweep.h"
+#include "sweep/sweep_config_json.h"
 
 namespace tqlab {
-
-/// The "config" section: the resolved config, itself a config that reproduces
-/// the results when read from where the document is written (plan.config.out).
-nlohmann::ordered_json sweep_config_json(const SweepPlan& plan);
 
 /// The "timing" section: {"total_seconds", "threads", "worker_seconds": {"read", "quantize",
 /// "attention", "needle"}} and, for a sweep with a model block, "model_seconds": {"base", "runs"}.

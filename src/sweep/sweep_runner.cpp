@@ -15,10 +15,6 @@
 
 namespace tqlab {
 
-int synthetic_trial_count(const SweepPlan& plan) {
-  return plan.synthetic_needle ? plan.config.metrics.needle_options.synth_trials : 0;
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

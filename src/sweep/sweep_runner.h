@@ -70,7 +70,4 @@ struct SweepTiming {
 /// token) on bad data; SweepStopped when stopped.
 SweepTotals compute_sweep_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing);
 
-/// The synthetic needle trials a plan measures (0 when the test is off).
-int synthetic_trial_count(const SweepPlan& plan);
-
 }  // namespace tqlab

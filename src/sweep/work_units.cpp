@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "core/index.h"
-#include "sweep/sweep_runner.h"
 
 namespace tqlab {
 
