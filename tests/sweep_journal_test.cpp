@@ -18,9 +18,9 @@
 
 #include "core/error.h"
 #include "io_test_util.h"
+#include "job/sweep_identity.h"
 #include "job/sweep_journal.h"
 #include "job/totals_json.h"
-#include "sweep/sweep_identity.h"
 #include "sweep_test_util.h"
 
 namespace tqlab {

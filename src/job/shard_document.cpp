@@ -12,8 +12,8 @@
 #include "core/parallel.h"
 #include "core/text.h"
 #include "io/json_reader.h"
+#include "job/sweep_identity.h"
 #include "job/totals_json.h"
-#include "sweep/sweep_identity.h"
 #include "tqlab_version.h"
 
 namespace tqlab {

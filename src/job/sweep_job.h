@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "job/sweep_identity.h"
 #include "job/sweep_journal.h"
 #include "job/sweep_shard.h"
-#include "sweep/sweep_identity.h"
 #include "sweep/sweep_plan.h"
 #include "sweep/sweep_results.h"
 #include "sweep/sweep_runner.h"

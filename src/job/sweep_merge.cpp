@@ -11,8 +11,8 @@
 #include "core/text.h"
 #include "job/shard_coverage.h"
 #include "job/shard_document.h"
+#include "job/sweep_identity.h"
 #include "job/sweep_shard.h"
-#include "sweep/sweep_identity.h"
 #include "sweep/work_units.h"
 
 namespace tqlab {

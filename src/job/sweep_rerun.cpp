@@ -9,8 +9,8 @@
 #include "core/text.h"
 #include "io/json_reader.h"
 #include "job/shard_document.h"
+#include "job/sweep_identity.h"
 #include "results/results_document.h"
-#include "sweep/sweep_identity.h"
 #include "tqlab_version.h"
 
 namespace tqlab {

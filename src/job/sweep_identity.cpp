@@ -1,4 +1,4 @@
-#include "sweep/sweep_identity.h"
+#include "job/sweep_identity.h"
 
 #include <condition_variable>
 #include <exception>
