@@ -1,11 +1,12 @@
 // tqlab sweep --config F: the main job (src/sweep/sweep.h). Reads and checks
 // the config (or the results it re-runs) and the data before any work, runs
 // every (run, layer, head) of the sweep or of its shard (--shard K/N) as a job
-// (src/sweep/sweep_job.h: journalled, resumable, stopped cleanly by SIGINT and
-// SIGTERM), writes one document atomically and prints a summary table.
-#include <chrono>
+// (src/job/run_sweep_job.h: journalled, resumable, stopped cleanly by SIGINT and
+// SIGTERM, one document written atomically) and prints a summary table.
+#include <algorithm>
 #include <filesystem>
-#include <functional>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -14,13 +15,11 @@
 
 #include "cli/commands.h"
 #include "cli/progress_line.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/stop_signals.h"
 #include "core/text.h"
-#include "job/sweep_job.h"
-#include "job/sweep_rerun.h"
+#include "job/run_sweep_job.h"
 #include "metrics/needle.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_results.h"
@@ -76,8 +75,8 @@ void warn_unmeasured_needles(const SweepResults& results) {
   }
 }
 
-int run_sweep_command(const SweepCommandOptions& options) {
-  SweepConfigSource source = load_sweep_config_source(options.config);
+// The config, with the flags that override it; the output checked before any work.
+SweepConfig configured_sweep(const SweepCommandOptions& options, const SweepConfigSource& source) {
   SweepConfig config = source.config;
   // Flags win over the config; their paths are the user's, relative to where they stand.
   if (!options.data.empty()) {
@@ -102,114 +101,94 @@ int run_sweep_command(const SweepCommandOptions& options) {
   if (!folder.empty() && !std::filesystem::is_directory(folder)) {
     fail("sweep: the output folder '{}' does not exist (output '{}')", folder.string(), config.out);
   }
-  SweepJobSpec job_spec;
-  if (!options.shard.empty()) job_spec.shard = parse_shard_spec(options.shard);
-  job_spec.resume = options.resume;
-  // From here on SIGINT and SIGTERM stop the sweep between units (core/stop_signals.h).
-  const StopSignals stop_signals;
+  return config;
+}
 
-  SweepPlan planned = plan_sweep(std::move(config), PlanOptions{options.threads});
-  apply_recorded_origins(source, planned);
-  const SweepPlan& plan = planned;
+void warn_plan(const SweepPlan& plan) {
   std::vector<std::string> said;
   for (const std::string& warning : plan.warnings) {
     if (std::find(said.begin(), said.end(), warning) != said.end()) continue;
     said.push_back(warning);
     log::warn("{}", warning);
   }
-  // The journal beside the output proves the folder writable before any compute.
-  SweepJob job(plan, job_spec);
-  const std::string what = job_spec.shard ? fmt::format("shard {}", job_spec.shard->text()) : std::string("sweep");
-  if (job.finished()) {
-    if (!options.quiet) {
-      log::info("'{}' already holds this {}'s finished document: nothing to do", plan.config.out, what);
-    }
+}
+
+// What the job says before its work starts: its journal's warnings and notes, and what it measures.
+void announce_job(const SweepPlan& plan, const SweepJobSpec& spec, const SweepJob& job, bool quiet) {
+  for (const std::string& warning : job.warnings()) log::warn("{}", warning);
+  if (quiet) return;
+  for (const std::string& note : job.notes()) log::info("{}", note);
+  const std::string part = spec.shard ? fmt::format(" shard {} ({} units)", spec.shard->text(), job.units()) : "";
+  if (plan.dump) {
+    log::info("sweep '{}'{}: {} runs x {} seeds over {} layers of '{}'", plan.config.name, part, plan.runs.size(),
+              plan.config.seeds.size(), plan.dump->layers().size(),
+              plan.generated_data ? "the model's own Q/K/V" : plan.config.data.path);
+  }
+  if (plan.model) {
+    log::info("sweep '{}'{}: {} runs x {} seeds end to end through '{}' ({} chunks of {} tokens)", plan.config.name,
+              part, plan.runs.size(), plan.config.seeds.size(), plan.config.model->path, plan.model->chunks,
+              plan.model->options.ctx);
+  }
+}
+
+// The outcome, as the user reads it: the exit code.
+int report_outcome(const SweepPlan& plan, const SweepJobRequest& request, const SweepJobOutcome& outcome,
+                   bool quiet) {
+  const SweepTiming& timing = outcome.results.timing;
+  if (outcome.status == SweepJobStatus::finished_before) {
+    const std::string what = request.spec.shard ? fmt::format("shard {}", request.spec.shard->text()) : "sweep";
+    if (!quiet) log::info("'{}' already holds this {}'s finished document: nothing to do", plan.config.out, what);
     return kExitOk;
   }
-  for (const std::string& warning : job.warnings()) log::warn("{}", warning);
-  if (!options.quiet) {
-    for (const std::string& note : job.notes()) log::info("{}", note);
-  }
-
-  ProgressLine progress(fmt::format("sweep {}", plan.config.name), !options.quiet);
-  SweepOptions sweep_options;
-  sweep_options.threads = options.threads;
-  sweep_options.on_progress = [&](std::size_t done, std::size_t total, int layer) {
-    progress.update(done, total, unit_label(layer));
-  };
-  job.attach(sweep_options, [] { return StopSignals::received() != 0; });
-  if (!options.quiet) {
-    const std::string part =
-        job_spec.shard ? fmt::format(" shard {} ({} units)", job_spec.shard->text(), job.units()) : "";
-    if (plan.dump) {
-      log::info("sweep '{}'{}: {} runs x {} seeds over {} layers of '{}'", plan.config.name, part, plan.runs.size(),
-                plan.config.seeds.size(), plan.dump->layers().size(),
-                plan.generated_data ? "the model's own Q/K/V" : plan.config.data.path);
-    }
-    if (plan.model) {
-      log::info("sweep '{}'{}: {} runs x {} seeds end to end through '{}' ({} chunks of {} tokens)", plan.config.name,
-                part, plan.runs.size(), plan.config.seeds.size(), plan.config.model->path, plan.model->chunks,
-                plan.model->options.ctx);
-    }
-  }
-  SweepResults results;
-  SweepTotals shard_totals;
-  try {
-    if (job_spec.shard) {
-      const auto start = std::chrono::steady_clock::now();
-      shard_totals = compute_sweep_totals(plan, sweep_options, results.timing);
-      results.timing.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    } else {
-      results = run_sweep(plan, sweep_options);
-    }
-  } catch (const SweepStopped&) {
-    progress.finish();
+  if (outcome.status == SweepJobStatus::stopped) {
     const int signal = StopSignals::received();
     log::error("sweep stopped by {}: {} of {} units are kept in '{}'; to go on: {}", signal_name(signal),
-               job.done_units(), job.units(), job.journal_path(), resume_command(options, plan.config.out));
+               outcome.done_units, outcome.units, outcome.journal_path, request.resume_command);
     return signal_exit_code(signal);
-  } catch (const JournalWriteError&) {
-    throw;  // the journal keeps what was done
-  } catch (...) {
-    job.abandon();  // bad data: no resume can mend it
-    throw;
   }
-  progress.finish();
-  for (const std::string& difference : rerun_differences(source, job.data_identity())) log::warn("{}", difference);
-  // Writing the output: a failure (disk full, folder gone) leaves the journal for --resume.
-  const auto writing = [&](const std::function<void()>& write) {
-    try {
-      write();
-    } catch (const InputError& error) {
-      std::error_code missing;
-      if (!std::filesystem::exists(job.journal_path(), missing)) throw;
-      fail("{}; the computed units are kept in '{}': make room, then run: {}", error.what(), job.journal_path(),
-           resume_command(options, plan.config.out));
-    }
-  };
-  if (job_spec.shard) {
-    writing([&] { job.write_shard(shard_totals, results.timing); });
-    job.complete();
-    if (!options.quiet) {
-      log::info("wrote {} (shard {}: {} units, {:.1f} s on {} threads)", plan.config.out, job_spec.shard->text(),
-                job.units(), results.timing.total_seconds, results.timing.threads);
+  if (request.spec.shard) {
+    if (!quiet) {
+      log::info("wrote {} (shard {}: {} units, {:.1f} s on {} threads)", plan.config.out, request.spec.shard->text(),
+                outcome.units, timing.total_seconds, timing.threads);
     }
     return kExitOk;
   }
-  warn_unmeasured_needles(results);
-
-  writing([&] {
-    AtomicFileWriter writer(plan.config.out);
-    writer.write(sweep_results_json(plan, results, job.data_identity()).dump(1) + "\n");
-    writer.commit();
-  });
-  job.complete();
-  fmt::print("{}", sweep_results_table(plan, results));
-  if (!options.quiet) {
-    log::info("wrote {} ({} runs, {:.1f} s on {} threads)", plan.config.out, results.runs.size(),
-              results.timing.total_seconds, results.timing.threads);
+  warn_unmeasured_needles(outcome.results);
+  fmt::print("{}", sweep_results_table(plan, outcome.results));
+  if (!quiet) {
+    log::info("wrote {} ({} runs, {:.1f} s on {} threads)", plan.config.out, outcome.results.runs.size(),
+              timing.total_seconds, timing.threads);
   }
   return kExitOk;
+}
+
+int run_sweep_command(const SweepCommandOptions& options) {
+  const SweepConfigSource source = load_sweep_config_source(options.config);
+  SweepConfig config = configured_sweep(options, source);
+  SweepJobRequest request;
+  if (!options.shard.empty()) request.spec.shard = parse_shard_spec(options.shard);
+  request.spec.resume = options.resume;
+  // From here on SIGINT and SIGTERM stop the sweep between units (core/stop_signals.h).
+  const StopSignals stop_signals;
+
+  SweepPlan planned = plan_sweep(std::move(config), PlanOptions{options.threads});
+  apply_recorded_origins(source, planned);
+  const SweepPlan& plan = planned;
+  warn_plan(plan);
+
+  ProgressLine progress(fmt::format("sweep {}", plan.config.name), !options.quiet);
+  request.threads = options.threads;
+  request.resume_command = resume_command(options, plan.config.out);
+  request.source = &source;
+  request.stop_requested = [] { return StopSignals::received() != 0; };
+  request.on_start = [&](const SweepJob& job) { announce_job(plan, request.spec, job, options.quiet); };
+  request.on_progress = [&](std::size_t done, std::size_t total, int layer) {
+    progress.update(done, total, unit_label(layer));
+  };
+  request.on_computed = [&] { progress.finish(); };
+  request.on_warning = [](const std::string& warning) { log::warn("{}", warning); };
+  const SweepJobOutcome outcome = run_sweep_job(plan, request);
+  return report_outcome(plan, request, outcome, options.quiet);
 }
 
 }  // namespace

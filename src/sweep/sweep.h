@@ -20,4 +20,8 @@ namespace tqlab {
 /// bad data; nothing is returned then.
 SweepResults run_sweep(const SweepPlan& plan, const SweepOptions& options);
 
+/// compute_sweep_totals (sweep_runner.h) with timing.total_seconds set to its wall
+/// time: what run_sweep and a shard of the sweep both measure.
+SweepTotals compute_timed_sweep_totals(const SweepPlan& plan, const SweepOptions& options, SweepTiming& timing);
+
 }  // namespace tqlab
