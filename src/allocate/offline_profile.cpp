@@ -26,19 +26,22 @@ struct RunCounts {
   double kl = 0, out_err = 0, key_energy = 0, value_energy = 0;
 };
 
-}  // namespace
+// The sweep of the runs this profile (or its shard) holds: two runs per candidate, its keys with exact
+// values and its values with exact keys (one run when it is exact); a shard measures the runs it holds
+// (allocate/profile_work.h). Per candidate, key_run and value_run are its runs' index in the sweep, -1
+// when not held.
+struct OfflineSweep {
+  SweepConfig sweep;
+  std::vector<int> key_run, value_run;
+};
 
-Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  if (!config.metrics.attention) {
-    fail("config '{}': the offline profile measures attention, which metrics.attention switches off",
-         config.config_path);
-  }
-  // Two runs per candidate: its keys with exact values, its values with exact keys (one run when it is
-  // exact); a shard measures the runs it holds (allocate/profile_work.h), the others' run index is -1.
+OfflineSweep offline_sweep(const SweepConfig& config, const OfflineProfileOptions& options) {
+  OfflineSweep out{config, {}, {}};
+  SweepConfig& sweep = out.sweep;
+  std::vector<int>& key_run = out.key_run;
+  std::vector<int>& value_run = out.value_run;
   const OfflineRuns all_runs = offline_profile_runs(options.candidates);
   std::vector<int> held_index(all_runs.runs.size(), -1);
-  SweepConfig sweep = config;
   sweep.runs.clear();
   for (std::size_t r = 0; r < all_runs.runs.size(); ++r) {
     if (options.runs &&
@@ -50,11 +53,71 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
     sweep.runs.push_back({uniform_spec(k, "--candidates"), uniform_spec(v, "--candidates"), 0, 0,
                           k == kOfflineExactSpec ? fmt::format("values at {}", v) : fmt::format("keys at {}", k)});
   }
-  std::vector<int> key_run, value_run;  // per candidate: run index in this sweep, -1 when not held
   for (std::size_t c = 0; c < options.candidates.size(); ++c) {
     key_run.push_back(at(held_index, at(all_runs.key_run, c)));
     value_run.push_back(at(held_index, at(all_runs.value_run, c)));
   }
+  return out;
+}
+
+// The profile's units (one per (layer, kv head, role)), every candidate's components zero.
+Profile empty_offline_profile(const KvDump& dump, const OfflineProfileOptions& options,
+                              const std::vector<std::uint64_t>& seed_list, std::vector<LayerHeads>& layers) {
+  Profile profile;
+  profile.kind = ProfileKind::offline;
+  profile.granularity = Granularity::layer_head;
+  profile.candidates = options.candidates;
+  profile.seeds = seed_list;
+  for (const KvLayerShape& shape : dump.layers()) {
+    layers.push_back({shape.layer, shape.kv_heads});
+    profile.layers.push_back(shape.layer);
+  }
+  const std::vector<AllocationUnit> units = allocation_units(layers, Granularity::layer_head);
+  const std::size_t seeds = seed_list.size();
+  const std::size_t components = profile_components(ProfileKind::offline).size();
+  for (const AllocationUnit& unit : units) {
+    UnitProfile& entry = profile.units.emplace_back();
+    entry.unit = unit;
+    entry.candidates.resize(options.candidates.size());
+    for (UnitMeasurement& measurement : entry.candidates) {
+      measurement.components.assign(components, std::vector<double>(seeds, 0.0));
+    }
+  }
+  return profile;
+}
+
+// Per (run, seed): the denominators of the whole sweep's KL, output error and key and value energy.
+std::vector<RunCounts> offline_run_counts(const SweepTotals& totals, const SweepItems& items,
+                                          const RunSeeds& run_seeds) {
+  std::vector<RunCounts> counts(static_cast<std::size_t>(run_seeds.count()));
+  for (int i = 0; i < items.count(); ++i) {
+    const ItemTotals& item_totals = at(totals.items, i);
+    for (int rs = 0; rs < static_cast<int>(item_totals.run_seeds.size()); ++rs) {
+      const ItemRunSeedTotals& t = at(item_totals.run_seeds, rs);
+      RunCounts& count = at(counts, rs);
+      count.key_energy += t.reconstruction[kKeyRelMse].denominator;
+      count.value_energy += t.reconstruction[kValueRelMse].denominator;
+      for (const AttentionSums& sums : t.attention) {
+        count.kl += sums[kKl].denominator;
+        count.out_err += sums[kOutErr].denominator;
+      }
+    }
+  }
+  return counts;
+}
+
+}  // namespace
+
+Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (!config.metrics.attention) {
+    fail("config '{}': the offline profile measures attention, which metrics.attention switches off",
+         config.config_path);
+  }
+  const OfflineSweep held = offline_sweep(config, options);
+  SweepConfig sweep = held.sweep;
+  const std::vector<int>& key_run = held.key_run;
+  const std::vector<int>& value_run = held.value_run;
   const bool any_run = !sweep.runs.empty();
   sweep.metrics.reconstruction = true;
   sweep.metrics.needle = false;
@@ -75,28 +138,10 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
   SweepTiming timing;
   const SweepTotals totals = compute_sweep_totals(plan, sweep_options, timing);
 
-  Profile profile;
-  profile.kind = ProfileKind::offline;
-  profile.granularity = Granularity::layer_head;
-  profile.candidates = options.candidates;
-  profile.seeds = plan.config.seeds;
   std::vector<LayerHeads> layers;
-  for (const KvLayerShape& shape : dump.layers()) {
-    layers.push_back({shape.layer, shape.kv_heads});
-    profile.layers.push_back(shape.layer);
-  }
-  const std::vector<AllocationUnit> units = allocation_units(layers, Granularity::layer_head);
+  Profile profile = empty_offline_profile(dump, options, plan.config.seeds, layers);
   const std::size_t seeds = plan.config.seeds.size();
   const RunSeeds run_seeds{static_cast<int>(plan.runs.size()), static_cast<int>(seeds)};
-  const std::size_t components = profile_components(ProfileKind::offline).size();
-  for (const AllocationUnit& unit : units) {
-    UnitProfile& entry = profile.units.emplace_back();
-    entry.unit = unit;
-    entry.candidates.resize(options.candidates.size());
-    for (UnitMeasurement& measurement : entry.candidates) {
-      measurement.components.assign(components, std::vector<double>(seeds, 0.0));
-    }
-  }
   // Unit index of (layer index, kv head, role).
   std::vector<int> first_unit;
   int next = 0;
@@ -109,20 +154,7 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
   };
 
   const SweepItems items(dump);
-  std::vector<RunCounts> counts(static_cast<std::size_t>(run_seeds.count()));
-  for (int i = 0; i < items.count(); ++i) {
-    const ItemTotals& item_totals = at(totals.items, i);
-    for (int rs = 0; rs < static_cast<int>(item_totals.run_seeds.size()); ++rs) {
-      const ItemRunSeedTotals& t = at(item_totals.run_seeds, rs);
-      RunCounts& count = at(counts, rs);
-      count.key_energy += t.reconstruction[kKeyRelMse].denominator;
-      count.value_energy += t.reconstruction[kValueRelMse].denominator;
-      for (const AttentionSums& sums : t.attention) {
-        count.kl += sums[kKl].denominator;
-        count.out_err += sums[kOutErr].denominator;
-      }
-    }
-  }
+  const std::vector<RunCounts> counts = offline_run_counts(totals, items, run_seeds);
   // A unit's values are counted from the first candidate whose run of its role is measured.
   const auto first_held = [&](const std::vector<int>& role_runs) {
     const auto found = std::find_if(role_runs.begin(), role_runs.end(), [](int run) { return run >= 0; });
