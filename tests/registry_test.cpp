@@ -326,10 +326,10 @@ TEST(SpecOptionReaderTest, OptionTableAndParserCannotDisagree) {
   const ParsedSpec parsed = split_spec("m:x=3,rot=hadamard2");
   SpecOptionReader reader(parsed);
   EXPECT_EQ(reader.integer("x", 0, 9), 3);
-  EXPECT_EQ(reader.choice("rot", kRotationKinds, rotation_kind_name), RotationKind::hadamard2);
+  EXPECT_EQ(reader.choice("rot", kRotationKindNames), RotationKind::hadamard2);
   EXPECT_THROW(reader.finish({{"rot", "", "a rotation"}}), InternalError);
   EXPECT_NO_THROW(reader.finish({{"x", "0..9", "a number"}, {"rot", "", "a rotation"}}));
-  EXPECT_EQ(choice_list(choice_words(kRotationKinds, rotation_kind_name)), "hadamard|hadamard2|haar|none");
+  EXPECT_EQ(choice_list(kRotationKindNames.names()), "hadamard|hadamard2|haar|none");
 }
 
 TEST(RegistryTest, UnknownMethodListsTheKnownOnes) {

@@ -103,7 +103,7 @@ TEST(FwhtTest, IsItsOwnInverse) {
 // Kinds, names, errors
 
 TEST(RotationTest, KindNamesRoundTrip) {
-  for (const RotationKind kind : kRotationKinds) {
+  for (const RotationKind kind : kRotationKindNames.values()) {
     EXPECT_EQ(parse_rotation_kind(rotation_kind_name(kind)), kind);
     EXPECT_EQ(Rotation::make(kind, 8, 0)->kind(), kind);
   }
@@ -126,7 +126,7 @@ TEST(RotationTest, HadamardRefusesNonPowerOfTwoNamingAllowedSizes) {
 }
 
 TEST(RotationTest, RefusesDimensionsOutOfRange) {
-  for (const RotationKind kind : kRotationKinds) {
+  for (const RotationKind kind : kRotationKindNames.values()) {
     EXPECT_THROW(Rotation::make(kind, 0, 0), InputError);
     EXPECT_THROW(Rotation::make(kind, -4, 0), InputError);
   }

@@ -121,6 +121,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"bad_layout", [](json& c) { c["data"]["layout"] = "head tokens dim"; }, {"data.layout", "tokens"}},
         BadConfig{"bad_layers", [](json& c) { c["data"]["layers"] = "0,x"; }, {"data.layers", "'x'"}},
         BadConfig{"bad_nonfinite", [](json& c) { c["data"]["nonfinite"] = "drop"; }, {"data.nonfinite", "error, skip"}},
+        // An unknown scoring is refused naming its key, never read as second-half.
+        BadConfig{"bad_score",
+                  [](json& c) { c["model"] = {{"path", "model"}, {"tokens", "t.npy"}, {"score", "half"}}; },
+                  {"model.score", "'half' is not a scoring", "second-half, all"}},
         BadConfig{"scale_word",
                   [](json& c) {
                     c["metrics"] = {{"attention", {{"scale", "sqrt"}}}};

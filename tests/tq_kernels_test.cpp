@@ -156,7 +156,7 @@ std::vector<const Codebook*> kernel_codebooks() {
   std::vector<const Codebook*> codebooks;
   for (int bits = 1; bits <= 8; ++bits) {
     for (int dim : {2, 3, 4, 5, 6, 7, 8, 16, 24, 32, 48, 64, 80, 96, 120, 127, 128, 192, 256, 576, 4096}) {
-      for (CodebookDistribution distribution : kCodebookDistributions) {
+      for (CodebookDistribution distribution : kCodebookDistributionNames.values()) {
         codebooks.push_back(&lloyd_max_codebook(dim, bits, distribution));
       }
     }

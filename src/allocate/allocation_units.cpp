@@ -2,17 +2,20 @@
 
 #include <fmt/format.h>
 
+#include "core/name_table.h"
+
 namespace tqlab {
 
-const char* granularity_name(Granularity granularity) {
-  return granularity == Granularity::layer ? "layer" : "layer-head";
-}
+namespace {
 
-std::optional<Granularity> parse_granularity(std::string_view name) {
-  if (name == "layer") return Granularity::layer;
-  if (name == "layer-head") return Granularity::layer_head;
-  return std::nullopt;
-}
+constexpr auto kGranularityNames =
+    make_name_table<Granularity>({{Granularity::layer, "layer"}, {Granularity::layer_head, "layer-head"}});
+
+}  // namespace
+
+const char* granularity_name(Granularity granularity) { return kGranularityNames.name(granularity).data(); }
+
+std::optional<Granularity> parse_granularity(std::string_view name) { return kGranularityNames.parse(name); }
 
 std::string AllocationUnit::name() const {
   const char* letter = role == Role::key ? "K" : "V";

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/name_table.h"
 
 namespace tqlab {
 namespace {
@@ -39,13 +40,15 @@ double pearson(const std::vector<double>& a, const std::vector<double>& b) {
 
 }  // namespace
 
-const char* key_metric_name(KeyMetric metric) { return metric == KeyMetric::out_err ? "out_err" : "kl"; }
+namespace {
 
-std::optional<KeyMetric> parse_key_metric(std::string_view name) {
-  if (name == "out_err") return KeyMetric::out_err;
-  if (name == "kl") return KeyMetric::kl;
-  return std::nullopt;
-}
+constexpr auto kKeyMetricNames = make_name_table<KeyMetric>({{KeyMetric::out_err, "out_err"}, {KeyMetric::kl, "kl"}});
+
+}  // namespace
+
+const char* key_metric_name(KeyMetric metric) { return kKeyMetricNames.name(metric).data(); }
+
+std::optional<KeyMetric> parse_key_metric(std::string_view name) { return kKeyMetricNames.parse(name); }
 
 double unit_damage(const Profile& profile, const Objective& objective, std::size_t unit, std::size_t candidate) {
   const UnitProfile& entry = profile.units.at(unit);

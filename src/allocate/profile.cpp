@@ -3,16 +3,20 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/name_table.h"
 
 namespace tqlab {
 
-const char* profile_kind_name(ProfileKind kind) { return kind == ProfileKind::offline ? "offline" : "model"; }
+namespace {
 
-std::optional<ProfileKind> parse_profile_kind(std::string_view name) {
-  if (name == "offline") return ProfileKind::offline;
-  if (name == "model") return ProfileKind::model;
-  return std::nullopt;
-}
+constexpr auto kProfileKindNames =
+    make_name_table<ProfileKind>({{ProfileKind::offline, "offline"}, {ProfileKind::model, "model"}});
+
+}  // namespace
+
+const char* profile_kind_name(ProfileKind kind) { return kProfileKindNames.name(kind).data(); }
+
+std::optional<ProfileKind> parse_profile_kind(std::string_view name) { return kProfileKindNames.parse(name); }
 
 const std::vector<std::string>& profile_components(ProfileKind kind) {
   static const std::vector<std::string> offline{"attn_kl", "attn_out_rel_err", "rel_mse"};

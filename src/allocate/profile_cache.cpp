@@ -32,7 +32,7 @@ nlohmann::ordered_json model_source(const SweepConfig& config, const SweepModel&
           {"add_special", model.tokens.add_special},
           {"ctx", block.ctx},
           {"chunks", model.chunks},
-          {"score", block.score},
+          {"score", scoring_name(block.score)},
           {"bos", block.bos}};
 }
 

@@ -20,9 +20,8 @@ int main(int argc, char** argv) {
       "Exit codes: 0 success, 1 checked and found a difference/violation, 2 usage or input error (or out\n"
       "of memory), 3 internal error (a bug in tqlab: please report it with the command line).\n"
       "TQLAB_KERNELS=portable|avx2|avx512 forces the SIMD kernels (default: the widest this CPU runs)."};
-  app.name("tqlab");
-  app.formatter(tqlab::cli::make_help_formatter());  // subcommands take it over as they are added  // usage lines say
-                                                     // "tqlab", not the path the binary was started by
+  app.name("tqlab");  // usage lines say "tqlab", not the path the binary was started by
+  app.formatter(tqlab::cli::make_help_formatter());  // subcommands take it over as they are added
   // The kernels are named as run: TQLAB_KERNELS may force a narrower form (core/kernel_set.h).
   app.set_version_flag("--version", [] {
     return std::string("tqlab ") + TQLAB_VERSION + " (" + TQLAB_GIT_COMMIT + ") kernels: " +

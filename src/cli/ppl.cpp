@@ -97,7 +97,7 @@ SweepConfig ppl_config(const PplCommandOptions& options) {
   model.add_special = options.source.add_special_choice();
   model.ctx = options.ctx;
   model.chunks = options.chunks;
-  model.score = options.score;
+  model.score = *parse_scoring(options.score);  // --score accepts only kScoringNames
   model.bos = options.bos;
   model.from_flags = true;
   // Without --k/--v the cache is fp32: the exact cache through the same hook (KLD 0, a check of the path).
@@ -174,14 +174,14 @@ void setup_ppl(CLI::App& app, int& exit_code) {
   command->add_option("--chunks", options->chunks, "Chunks to run (0: every whole chunk of the tokens)")
       ->capture_default_str();
   command->add_option("--score", options->score, "Predictions scored per chunk")
-      ->check(CLI::IsMember({"second-half", "all"}))
+      ->check(CLI::IsMember(kScoringNames.names()))
       ->capture_default_str();
   command->add_flag("--bos", options->bos, "Replace each chunk's first token by the config's bos_token_id");
   command->add_option("--k", options->k, "Quantizer spec for the cached keys (default: fp32, exact)");
   command->add_option("--v", options->v, "Quantizer spec for the cached values (default: fp32, exact)");
   command->add_option("--window", options->window, "Recent tokens kept exact")->capture_default_str();
   command->add_option("--window-mode", options->window_mode, "Which tokens the window keeps")
-      ->check(CLI::IsMember({"recent", "tail"}))
+      ->check(CLI::IsMember(kWindowModeNames.names()))
       ->capture_default_str();
   command->add_option("--sink", options->sink, "First tokens of each chunk kept exact")->capture_default_str();
   command->add_option("--seeds", options->seeds, "Rotation seeds, e.g. 0,1,2")->capture_default_str();

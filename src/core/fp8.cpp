@@ -13,6 +13,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/name_table.h"
+
 namespace tqlab {
 namespace {
 
@@ -42,7 +44,9 @@ float round_half_even(float scaled) {
 }  // namespace
 
 const char* fp8_format_name(Fp8Format format) {
-  return format == Fp8Format::e4m3fn ? "fp8_e4m3" : "fp8_e5m2";
+  constexpr auto kNames =
+      make_name_table<Fp8Format>({{Fp8Format::e4m3fn, "fp8_e4m3"}, {Fp8Format::e5m2, "fp8_e5m2"}});
+  return kNames.name(format).data();
 }
 
 float fp8_max(Fp8Format format) { return layout_of(format).max_value; }

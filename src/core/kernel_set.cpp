@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/name_table.h"
 #include "core/simd_target.h"
 
 #if TQLAB_X86_KERNELS
@@ -19,7 +20,11 @@
 namespace tqlab {
 namespace {
 
-constexpr KernelSet kAllSets[] = {KernelSet::portable, KernelSet::avx2, KernelSet::avx512};
+// Portable first: supported_kernel_sets() lists the forms in this order.
+constexpr auto kKernelSetNames = make_name_table<KernelSet>(
+    {{KernelSet::portable, "portable"}, {KernelSet::avx2, "avx2"}, {KernelSet::avx512, "avx512"}});
+constexpr auto kKernelSetInstructions = make_name_table<KernelSet>(
+    {{KernelSet::portable, "portable"}, {KernelSet::avx2, "avx2+fma+f16c"}, {KernelSet::avx512, "avx512+avx2+fma"}});
 
 // -1 until the first call decides; then the KernelSet as an int. A relaxed
 // load suffices: the value is a plain enum and every store of it is complete.
@@ -55,30 +60,11 @@ bool cpu_has_f16c() {
 
 }  // namespace
 
-std::string_view kernel_set_name(KernelSet set) {
-  switch (set) {
-    case KernelSet::portable: return "portable";
-    case KernelSet::avx2: return "avx2";
-    case KernelSet::avx512: return "avx512";
-  }
-  return "?";
-}
+std::string_view kernel_set_name(KernelSet set) { return kKernelSetNames.name(set); }
 
-std::optional<KernelSet> parse_kernel_set(std::string_view name) {
-  for (KernelSet set : kAllSets) {
-    if (name == kernel_set_name(set)) return set;
-  }
-  return std::nullopt;
-}
+std::optional<KernelSet> parse_kernel_set(std::string_view name) { return kKernelSetNames.parse(name); }
 
-std::string_view kernel_set_instructions(KernelSet set) {
-  switch (set) {
-    case KernelSet::portable: return "portable";
-    case KernelSet::avx2: return "avx2+fma+f16c";
-    case KernelSet::avx512: return "avx512+avx2+fma";
-  }
-  return "?";
-}
+std::string_view kernel_set_instructions(KernelSet set) { return kKernelSetInstructions.name(set); }
 
 bool cpu_supports(KernelSet set) {
   if (set == KernelSet::portable) return true;
@@ -98,7 +84,7 @@ bool cpu_supports(KernelSet set) {
 
 std::vector<KernelSet> supported_kernel_sets() {
   std::vector<KernelSet> supported;
-  for (KernelSet set : kAllSets) {
+  for (KernelSet set : kKernelSetNames.values()) {
     if (cpu_supports(set)) supported.push_back(set);
   }
   return supported;

@@ -4,14 +4,6 @@
 
 namespace tqlab {
 
-std::string_view window_mode_name(WindowMode mode) { return mode == WindowMode::recent ? "recent" : "tail"; }
-
-std::optional<WindowMode> parse_window_mode(std::string_view name) {
-  if (name == "recent") return WindowMode::recent;
-  if (name == "tail") return WindowMode::tail;
-  return std::nullopt;
-}
-
 std::vector<ChunkGeometry> split_chunks(int tokens, int chunk) {
   std::vector<ChunkGeometry> chunks;
   for (int start = 0; start < tokens; start += chunk) chunks.push_back({start, std::min(chunk, tokens - start)});

@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/name_table.h"
+
 namespace tqlab {
 
 /// Which tokens a residual window keeps exact.
@@ -27,10 +29,13 @@ enum class WindowMode {
   tail,    ///< the last W tokens of each chunk, for every query (a cache filled by one prefill)
 };
 
+inline constexpr auto kWindowModeNames =
+    make_name_table<WindowMode>({{WindowMode::recent, "recent"}, {WindowMode::tail, "tail"}});
+
 /// "recent", "tail".
-std::string_view window_mode_name(WindowMode mode);
+inline std::string_view window_mode_name(WindowMode mode) { return kWindowModeNames.name(mode); }
 /// Inverse of window_mode_name; nullopt for any other word.
-std::optional<WindowMode> parse_window_mode(std::string_view name);
+inline std::optional<WindowMode> parse_window_mode(std::string_view name) { return kWindowModeNames.parse(name); }
 
 /// How attention is computed over a dump: its chunks, mask, logit scale and window mode.
 struct AttentionConfig {

@@ -27,8 +27,6 @@ int logit_rows_for(int vocab) {
 
 }  // namespace
 
-const char* scoring_name(Scoring scoring) { return scoring == Scoring::second_half ? "second-half" : "all"; }
-
 int first_scored_position(int ctx, Scoring scoring) { return scoring == Scoring::second_half ? ctx / 2 : 0; }
 
 int scored_per_chunk(int ctx, Scoring scoring) { return ctx - 1 - first_scored_position(ctx, scoring); }

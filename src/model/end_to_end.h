@@ -38,14 +38,10 @@
 #include "metrics/next_token_metrics.h"
 #include "model/chunking.h"
 #include "model/kv_hook.h"
+#include "model/scoring.h"
 #include "model/transformer.h"
 
 namespace tqlab {
-
-enum class Scoring { second_half, all };
-
-/// "second-half", "all".
-const char* scoring_name(Scoring scoring);
 
 /// The first position a chunk of `ctx` tokens scores (its prediction of the next token).
 int first_scored_position(int ctx, Scoring scoring);

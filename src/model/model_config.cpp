@@ -167,14 +167,12 @@ void read_sliding_window(const JsonReader& root, ModelConfig& config) {
 
 }  // namespace
 
+// The family's name is its Hugging Face model_type, from the one table of families.
 const char* family_name(ModelFamily family) {
-  switch (family) {
-    case ModelFamily::llama: return "llama";
-    case ModelFamily::mistral: return "mistral";
-    case ModelFamily::qwen2: return "qwen2";
-    case ModelFamily::qwen3: return "qwen3";
+  for (const Family& row : kFamilies) {
+    if (row.family == family) return row.model_type;
   }
-  return "llama";
+  return "?";
 }
 
 ModelConfig parse_model_config(const nlohmann::json& document, const std::string& path) {

@@ -10,6 +10,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/name_table.h"
 #include "quant/quantizer_support.h"
 #include "quant/registry.h"
 
@@ -39,14 +40,11 @@ bool side_values_finite(const BlockQ4_1& block) {
   return fp16_is_finite(block.scale_fp16) && fp16_is_finite(block.min_fp16);
 }
 
-const char* block_format_name(BlockFormat format) {
-  switch (format) {
-    case BlockFormat::q8_0: return "q8_0";
-    case BlockFormat::q4_0: return "q4_0";
-    case BlockFormat::q4_1: return "q4_1";
-  }
-  return "?";
-}
+// The formats' method names (llama.cpp's type names).
+constexpr auto kBlockFormatNames = make_name_table<BlockFormat>(
+    {{BlockFormat::q8_0, "q8_0"}, {BlockFormat::q4_0, "q4_0"}, {BlockFormat::q4_1, "q4_1"}});
+
+const char* block_format_name(BlockFormat format) { return kBlockFormatNames.name(format).data(); }
 
 // Quantizes tokens*dim values (dim a multiple of 32) block by block into
 // `out` (one Block per 32 values, row-major). One loop for every format.

@@ -297,22 +297,6 @@ std::vector<double> positive_half_centroids(int dim, int bits, CodebookDistribut
 
 }  // namespace
 
-std::string_view codebook_distribution_name(CodebookDistribution distribution) {
-  switch (distribution) {
-    case CodebookDistribution::beta: return "beta";
-    case CodebookDistribution::gauss: return "gauss";
-    case CodebookDistribution::uniform: return "uniform";
-  }
-  return "?";
-}
-
-std::optional<CodebookDistribution> parse_codebook_distribution(std::string_view name) {
-  for (auto distribution : kCodebookDistributions) {
-    if (name == codebook_distribution_name(distribution)) return distribution;
-  }
-  return std::nullopt;
-}
-
 int Codebook::code_of(double t) const {
   assert(!std::isnan(t));
   return static_cast<int>(std::lower_bound(boundaries.begin(), boundaries.end(), t) - boundaries.begin());

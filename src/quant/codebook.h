@@ -19,19 +19,27 @@
 #include <string_view>
 #include <vector>
 
+#include "core/name_table.h"
+
 namespace tqlab {
 
 enum class CodebookDistribution { beta, gauss, uniform };
 
-/// Every distribution, in the order the cb= choices list them.
-inline constexpr CodebookDistribution kCodebookDistributions[] = {
-    CodebookDistribution::beta, CodebookDistribution::gauss, CodebookDistribution::uniform};
+/// Every distribution and its name (the words of the `cb=` spec option and `--dist`), in the order the
+/// cb= choices list them.
+inline constexpr auto kCodebookDistributionNames = make_name_table<CodebookDistribution>(
+    {{CodebookDistribution::beta, "beta"}, {CodebookDistribution::gauss, "gauss"},
+     {CodebookDistribution::uniform, "uniform"}});
 
-/// "beta", "gauss", "uniform" (the words of the `cb=` spec option and `--dist`).
-std::string_view codebook_distribution_name(CodebookDistribution distribution);
+/// "beta", "gauss", "uniform".
+inline std::string_view codebook_distribution_name(CodebookDistribution distribution) {
+  return kCodebookDistributionNames.name(distribution);
+}
 
 /// Inverse of codebook_distribution_name; nullopt for any other word.
-std::optional<CodebookDistribution> parse_codebook_distribution(std::string_view name);
+inline std::optional<CodebookDistribution> parse_codebook_distribution(std::string_view name) {
+  return kCodebookDistributionNames.parse(name);
+}
 
 /// Smallest and largest dimension / bit width a codebook can be built for.
 inline constexpr int kCodebookMinDim = 2;

@@ -11,20 +11,17 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/name_table.h"
 #include "quant/quantizer_support.h"
 #include "quant/registry.h"
 
 namespace tqlab {
 namespace {
 
-const char* stored_float_name(StoredFloat type) {
-  switch (type) {
-    case StoredFloat::fp32: return "fp32";
-    case StoredFloat::fp16: return "fp16";
-    case StoredFloat::bf16: return "bf16";
-  }
-  return "?";
-}
+constexpr auto kStoredFloatNames = make_name_table<StoredFloat>(
+    {{StoredFloat::fp32, "fp32"}, {StoredFloat::fp16, "fp16"}, {StoredFloat::bf16, "bf16"}});
+
+const char* stored_float_name(StoredFloat type) { return kStoredFloatNames.name(type).data(); }
 
 std::size_t stored_float_bytes(StoredFloat type) { return type == StoredFloat::fp32 ? 4 : 2; }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/error.h"
+#include "core/name_table.h"
 #include "quant/quantizer_support.h"
 
 namespace tqlab {
@@ -14,14 +15,13 @@ double EncodedTensor::bits_per_value() const {
   return values > 0 ? 8.0 * static_cast<double>(bytes.size()) / values : 0.0;
 }
 
-const char* role_name(Role role) {
-  switch (role) {
-    case Role::key: return "key";
-    case Role::value: return "value";
-    case Role::query: return "query";
-  }
-  return "?";
-}
+namespace {
+
+constexpr auto kRoleNames = make_name_table<Role>({{Role::key, "key"}, {Role::value, "value"}, {Role::query, "query"}});
+
+}  // namespace
+
+const char* role_name(Role role) { return kRoleNames.name(role).data(); }
 
 void require_finite(std::int64_t tokens, int dim, const float* x, const QuantContext& context) {
   const std::int64_t i = first_non_finite(tokens * dim, x);

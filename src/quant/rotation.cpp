@@ -48,23 +48,6 @@
 
 namespace tqlab {
 
-std::string_view rotation_kind_name(RotationKind kind) {
-  switch (kind) {
-    case RotationKind::hadamard: return "hadamard";
-    case RotationKind::haar: return "haar";
-    case RotationKind::none: return "none";
-    case RotationKind::hadamard2: return "hadamard2";
-  }
-  return "?";
-}
-
-std::optional<RotationKind> parse_rotation_kind(std::string_view name) {
-  for (const RotationKind kind : kRotationKinds) {
-    if (name == rotation_kind_name(kind)) return kind;
-  }
-  return std::nullopt;
-}
-
 // ---------------------------------------------------------------------------
 // Fast Walsh–Hadamard transform
 

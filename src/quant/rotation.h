@@ -24,19 +24,26 @@
 #include <string_view>
 #include <vector>
 
+#include "core/name_table.h"
+
 namespace tqlab {
 
 enum class RotationKind { hadamard, haar, none, hadamard2 };
 
-/// Every kind, in the order `tqlab list` and the rot= choices name them.
-inline constexpr RotationKind kRotationKinds[] = {RotationKind::hadamard, RotationKind::hadamard2,
-                                                  RotationKind::haar, RotationKind::none};
+/// Every kind and its name (the spelling of the spec option rot=...), in the order `tqlab list` and the
+/// rot= choices name them.
+inline constexpr auto kRotationKindNames = make_name_table<RotationKind>({{RotationKind::hadamard, "hadamard"},
+                                                                         {RotationKind::hadamard2, "hadamard2"},
+                                                                         {RotationKind::haar, "haar"},
+                                                                         {RotationKind::none, "none"}});
 
-/// "hadamard", "hadamard2", "haar", "none" (the spelling of the spec option rot=...).
-std::string_view rotation_kind_name(RotationKind kind);
+/// "hadamard", "hadamard2", "haar", "none".
+inline std::string_view rotation_kind_name(RotationKind kind) { return kRotationKindNames.name(kind); }
 
 /// Inverse of rotation_kind_name; nullopt for any other string.
-std::optional<RotationKind> parse_rotation_kind(std::string_view name);
+inline std::optional<RotationKind> parse_rotation_kind(std::string_view name) {
+  return kRotationKindNames.parse(name);
+}
 
 /// Largest dimension each kind accepts: a Haar matrix is B^2 floats (twice,
 /// see HaarRotation) and costs O(B^3) to build.

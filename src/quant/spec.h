@@ -3,7 +3,7 @@
 // and reads typed options with errors that name the spec and the allowed
 // values; what each method accepts lives with the method, in one table of
 // OptionDoc per method (what `tqlab list` prints and what finish() accepts).
-// Choice options take their words from the enum's name table (choice_words),
+// Choice options take their words from the enum's name table (core/name_table.h),
 // so a new enum value is one edit.
 #pragma once
 
@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/name_table.h"
+
 namespace tqlab {
 
 /// One option a method accepts, as `tqlab list` documents it.
@@ -23,7 +25,8 @@ struct OptionDoc {
   std::string summary;  ///< one line, with the default
 };
 
-/// The words of an enum's values, in table order: name(values[0]), ...
+/// The words of some of an enum's values, in the order given: name(values[0]), ... (a subset of its
+/// NameTable, such as the choices of an option whose absence is the remaining value).
 template <class Enum, std::size_t N, class Name>
 std::vector<std::string> choice_words(const Enum (&values)[N], Name name) {
   std::vector<std::string> words;
@@ -68,6 +71,13 @@ class SpecOptionReader {
       if (name(value) == *word) return value;
     }
     return std::nullopt;  // not reached: choice() accepted only these words
+  }
+  /// A `key=word` naming any row of `names`, if present.
+  template <class Enum, std::size_t N>
+  std::optional<Enum> choice(std::string_view key, const NameTable<Enum, N>& names) {
+    const std::optional<std::string> word = choice(key, names.names());
+    if (!word) return std::nullopt;
+    return names.parse(*word);
   }
   /// A `key=value` with free-form value, if present.
   std::optional<std::string> text(std::string_view key);

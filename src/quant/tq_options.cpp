@@ -44,13 +44,13 @@ TqOptions TqOptions::parse(SpecOptionReader& reader) {
   if (!bits) fail("quantizer spec '{}': missing required option b (bits per value, 1..8), e.g. tq:b=4", spec);
   options.bits = *bits;
   options.block = reader.integer("block", kMinBlock, kMaxBlock).value_or(0);
-  options.rotation = reader.choice("rot", kRotationKinds, rotation_kind_name);
-  options.codebook = reader.choice("cb", kCodebookDistributions, codebook_distribution_name).value_or(options.codebook);
+  options.rotation = reader.choice("rot", kRotationKindNames);
+  options.codebook = reader.choice("cb", kCodebookDistributionNames).value_or(options.codebook);
   options.norm_correction = reader.flag("nc");
   options.debias = reader.flag("debias");
   options.qjl = reader.choice("qjl", kQjlChoices, qjl_mode_name).value_or(QjlMode::none);
   options.qjl_projections = reader.integer("qjl_m", 1, kMaxQjlProjections).value_or(0);
-  options.norm = reader.choice("norm", kNormTypes, norm_type_name).value_or(NormType::fp16);
+  options.norm = reader.choice("norm", kNormTypeNames).value_or(NormType::fp16);
   options.center = reader.choice("center", kCenterChoices, center_mode_name).value_or(CenterMode::none);
   if (const auto outliers = reader.text("outliers")) {
     std::tie(options.outlier_channels, options.outlier_bits) = parse_outliers(spec, *outliers);
@@ -89,42 +89,21 @@ std::string TqOptions::spec() const {
   return out;
 }
 
-std::string_view qjl_mode_name(QjlMode mode) {
-  switch (mode) {
-    case QjlMode::none: return "none";
-    case QjlMode::prod: return "prod";
-    case QjlMode::extra: return "extra";
-  }
-  return "?";
-}
+std::string_view qjl_mode_name(QjlMode mode) { return kQjlModeNames.name(mode); }
 
-std::string_view center_mode_name(CenterMode mode) {
-  switch (mode) {
-    case CenterMode::none: return "none";
-    case CenterMode::block: return "block";
-    case CenterMode::channel: return "channel";
-  }
-  return "?";
-}
+std::string_view center_mode_name(CenterMode mode) { return kCenterModeNames.name(mode); }
 
-std::string_view norm_type_name(NormType type) {
-  switch (type) {
-    case NormType::fp16: return "fp16";
-    case NormType::bf16: return "bf16";
-    case NormType::fp32: return "fp32";
-  }
-  return "?";
-}
+std::string_view norm_type_name(NormType type) { return kNormTypeNames.name(type); }
 
 const std::vector<OptionDoc>& tq_option_docs() {
   static const std::vector<OptionDoc> docs = {
       {"b", fmt::format("{}..{}", kMinBits, kMaxBits), "bits per value of the codes (required)"},
       {"block", fmt::format("{}..{}", kMinBlock, kMaxBlock),
        "block size B sharing one norm and rotation (default: the head dim)"},
-      {"rot", choice_list(choice_words(kRotationKinds, rotation_kind_name)),
+      {"rot", choice_list(kRotationKindNames.names()),
        "rotation (default: hadamard when B is a power of two, else haar; hadamard2: two rounds, closer to "
        "Haar on structured inputs at twice hadamard's cost, docs/ROTATIONS.md)"},
-      {"cb", choice_list(choice_words(kCodebookDistributions, codebook_distribution_name)),
+      {"cb", choice_list(kCodebookDistributionNames.names()),
        "codebook: exact Beta marginal, its Gaussian limit, or uniform levels (default beta)"},
       {"nc", "", "norm correction: rescale the decoded direction to unit length"},
       {"debias", "",
@@ -133,7 +112,7 @@ const std::vector<OptionDoc>& tq_option_docs() {
       {"qjl", choice_list(choice_words(kQjlChoices, qjl_mode_name)),
        "1-bit QJL residual sketch: prod spends 1 of the b bits, extra adds it"},
       {"qjl_m", fmt::format("1..{}", kMaxQjlProjections), "QJL projections per block (default B)"},
-      {"norm", choice_list(choice_words(kNormTypes, norm_type_name)), "stored type of norms (default fp16)"},
+      {"norm", choice_list(kNormTypeNames.names()), "stored type of norms (default fp16)"},
       {"center", choice_list(choice_words(kCenterChoices, center_mode_name)),
        "subtract each block's mean (fp16 per block) or each channel's mean (fp16 per head)"},
       {"outliers", "K@B2", "the K channels of largest RMS per head form a second group quantized with B2 bits"},

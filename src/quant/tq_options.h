@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/name_table.h"
 #include "quant/codebook.h"
 #include "quant/rotation.h"
 #include "quant/spec.h"
@@ -17,9 +18,16 @@ enum class QjlMode { none, prod, extra };
 enum class NormType { fp16, bf16, fp32 };
 enum class CenterMode { none, block, channel };
 
-/// The values each choice option names (none is the option's absence).
+/// Each option's values and their names (the words of qjl=, norm=, center=).
+inline constexpr auto kQjlModeNames =
+    make_name_table<QjlMode>({{QjlMode::none, "none"}, {QjlMode::prod, "prod"}, {QjlMode::extra, "extra"}});
+inline constexpr auto kNormTypeNames =
+    make_name_table<NormType>({{NormType::fp16, "fp16"}, {NormType::bf16, "bf16"}, {NormType::fp32, "fp32"}});
+inline constexpr auto kCenterModeNames = make_name_table<CenterMode>(
+    {{CenterMode::none, "none"}, {CenterMode::block, "block"}, {CenterMode::channel, "channel"}});
+
+/// The values qjl= and center= name (none is the option's absence).
 inline constexpr QjlMode kQjlChoices[] = {QjlMode::prod, QjlMode::extra};
-inline constexpr NormType kNormTypes[] = {NormType::fp16, NormType::bf16, NormType::fp32};
 inline constexpr CenterMode kCenterChoices[] = {CenterMode::block, CenterMode::channel};
 
 struct TqOptions {

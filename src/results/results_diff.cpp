@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/name_table.h"
 #include "results/results_document.h"
 #include "tqlab_version.h"
 
@@ -215,14 +216,12 @@ void validate_diff_options(const DiffOptions& options) {
 }
 
 std::string_view diff_status_name(DiffStatus status) {
-  switch (status) {
-    case DiffStatus::same: return "same";
-    case DiffStatus::within_se: return "within_se";
-    case DiffStatus::differs: return "differs";
-    case DiffStatus::only_a: return "only_a";
-    case DiffStatus::only_b: return "only_b";
-  }
-  return "";
+  constexpr auto kNames = make_name_table<DiffStatus>({{DiffStatus::same, "same"},
+                                                       {DiffStatus::within_se, "within_se"},
+                                                       {DiffStatus::differs, "differs"},
+                                                       {DiffStatus::only_a, "only_a"},
+                                                       {DiffStatus::only_b, "only_b"}});
+  return kNames.name(status);
 }
 
 std::size_t DiffResult::count_rows(DiffStatus status) const {

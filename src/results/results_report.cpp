@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/name_table.h"
 
 namespace tqlab {
 namespace {
@@ -181,14 +182,16 @@ std::string csv(const SweepResultsFile& results, const std::vector<ReportRow>& r
 
 }  // namespace
 
-std::string_view report_format_name(ReportFormat format) { return format == ReportFormat::md ? "md" : "csv"; }
+namespace {
 
-std::optional<ReportFormat> parse_report_format(std::string_view name) {
-  for (ReportFormat format : {ReportFormat::md, ReportFormat::csv}) {
-    if (report_format_name(format) == name) return format;
-  }
-  return std::nullopt;
-}
+constexpr auto kReportFormatNames =
+    make_name_table<ReportFormat>({{ReportFormat::md, "md"}, {ReportFormat::csv, "csv"}});
+
+}  // namespace
+
+std::string_view report_format_name(ReportFormat format) { return kReportFormatNames.name(format); }
+
+std::optional<ReportFormat> parse_report_format(std::string_view name) { return kReportFormatNames.parse(name); }
 
 std::vector<std::string> default_report_metrics(const SweepResultsFile& results) {
   const std::vector<std::string> names = results.value_names();

@@ -143,9 +143,11 @@ void read_data(const JsonReader& reader, const std::string& config_path, SweepDa
   }
   if (const auto nonfinite = reader.find("nonfinite")) {
     const std::string mode = nonfinite->as_string();
-    if (mode == "error") data.nonfinite = NonfiniteMode::error;
-    else if (mode == "skip") data.nonfinite = NonfiniteMode::skip;
-    else nonfinite->fail("'{}' is not a mode (allowed: error, skip)", mode);
+    const std::optional<NonfiniteMode> parsed = kNonfiniteModeNames.parse(mode);
+    if (!parsed) {
+      nonfinite->fail("'{}' is not a mode (allowed: {})", mode, fmt::join(kNonfiniteModeNames.names(), ", "));
+    }
+    data.nonfinite = *parsed;
   }
 }
 
@@ -185,15 +187,19 @@ void read_model(const JsonReader& reader, const std::string& config_path, SweepM
   if (const auto ctx = reader.find("ctx")) model.ctx = static_cast<int>(ctx->as_integer(2, kMaxTokenCount));
   if (const auto chunks = reader.find("chunks")) model.chunks = static_cast<int>(chunks->as_integer(0, kMaxTokenCount));
   if (const auto score = reader.find("score")) {
-    model.score = score->as_string();
-    if (model.score != "second-half" && model.score != "all") {
-      score->fail("'{}' is not a scoring (allowed: second-half, all)", model.score);
+    const std::optional<Scoring> scoring = parse_scoring(score->as_string());
+    if (!scoring) {
+      score->fail("'{}' is not a scoring (allowed: {})", score->as_string(), fmt::join(kScoringNames.names(), ", "));
     }
+    model.score = *scoring;
   }
   if (const auto bos = reader.find("bos")) model.bos = bos->as_bool();
   if (const auto mode = reader.find("window_mode")) {
     window_mode = parse_window_mode(mode->as_string());
-    if (!window_mode) mode->fail("'{}' is not a window mode (allowed: recent, tail)", mode->as_string());
+    if (!window_mode) {
+      const std::string names = fmt::format("{}", fmt::join(kWindowModeNames.names(), ", "));
+      mode->fail("'{}' is not a window mode (allowed: {})", mode->as_string(), names);
+    }
   }
 }
 
@@ -223,7 +229,7 @@ void read_attention(const JsonReader& reader, AttentionConfig& attention) {
   if (const auto mode = reader.find("window_mode")) {
     const std::string name = mode->as_string();
     const std::optional<WindowMode> parsed = parse_window_mode(name);
-    if (!parsed) mode->fail("'{}' is not a window mode (allowed: recent, tail)", name);
+    if (!parsed) mode->fail("'{}' is not a window mode (allowed: {})", name, fmt::join(kWindowModeNames.names(), ", "));
     attention.window_mode = *parsed;
   }
 }
@@ -324,7 +330,7 @@ void read_runs(const JsonReader& reader, const std::string& path, std::vector<Sw
 }  // namespace
 
 
-std::string_view nonfinite_mode_name(NonfiniteMode mode) { return mode == NonfiniteMode::error ? "error" : "skip"; }
+std::string_view nonfinite_mode_name(NonfiniteMode mode) { return kNonfiniteModeNames.name(mode); }
 
 std::string describe_layers(const std::optional<std::vector<int>>& layers) {
   if (!layers) return "all";

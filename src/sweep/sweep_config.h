@@ -35,6 +35,7 @@
 #include "kv/layered_spec.h"
 #include "metrics/attention_geometry.h"
 #include "metrics/needle.h"
+#include "model/scoring.h"
 
 namespace tqlab {
 
@@ -42,6 +43,8 @@ enum class NonfiniteMode {
   error,  ///< NaN/Inf in K, V or Q is an error naming tensor and index
   skip,   ///< such vectors are left out (and counted)
 };
+inline constexpr auto kNonfiniteModeNames =
+    make_name_table<NonfiniteMode>({{NonfiniteMode::error, "error"}, {NonfiniteMode::skip, "skip"}});
 
 std::string_view nonfinite_mode_name(NonfiniteMode mode);
 
@@ -81,7 +84,7 @@ struct SweepModelConfig {
   std::optional<bool> add_special;      ///< with text: add the tokenizer's special tokens (default: its own)
   int ctx = 512;
   int chunks = 0;                       ///< 0: every whole chunk of the tokens
-  std::string score = "second-half";    ///< "second-half" or "all"
+  Scoring score = Scoring::second_half;  ///< which predictions of a chunk are scored
   bool bos = false;                     ///< replace each chunk's first token by the config's bos_token_id
   bool from_flags = false;              ///< given as tqlab ppl's flags: messages name --ctx, not model.ctx
 };

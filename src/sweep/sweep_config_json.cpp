@@ -67,7 +67,7 @@ Json model_config_json(const SweepModelConfig& model, const std::string& out_pat
   }
   out["ctx"] = model.ctx;
   out["chunks"] = model.chunks;
-  out["score"] = model.score;
+  out["score"] = scoring_name(model.score);
   out["bos"] = model.bos;
   return out;
 }

@@ -16,8 +16,6 @@
 namespace tqlab {
 namespace {
 
-Scoring parse_scoring(const std::string& name) { return name == "all" ? Scoring::all : Scoring::second_half; }
-
 // A temporary file's name, removed when the guard goes (unless released).
 class TemporaryPath {
  public:
@@ -60,7 +58,7 @@ std::unique_ptr<SweepModel> open_sweep_model(const SweepConfig& config) {
   EndToEndOptions& options = model->options;
   options.ctx = block.ctx;
   options.chunks = block.chunks;
-  options.scoring = parse_scoring(block.score);
+  options.scoring = block.score;
   options.bos = block.bos;
   options.names = {prefix + "ctx", prefix + "chunks", tokens_option, prefix + "bos"};
   model->chunks = plan_chunks(model_config, model->tokens.ids.size(), model->tokens.path, options.ctx, options.chunks,

@@ -158,15 +158,6 @@ double qjl_conditional_variance(int projections, double residual_norm, double y_
 // ---------------------------------------------------------------------------
 // Estimators
 
-std::string_view inner_product_estimator_name(InnerProductEstimator estimator) {
-  switch (estimator) {
-    case InnerProductEstimator::biased: return "biased";
-    case InnerProductEstimator::debiased: return "debiased";
-    case InnerProductEstimator::prod: return "prod";
-  }
-  return "?";
-}
-
 InnerProductSampler::InnerProductSampler(int dim, int bits, int projections)
     : dim_(dim),
       bits_(bits),

@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/name_table.h"
+
 namespace tqlab {
 
 struct Codebook;
@@ -139,11 +141,15 @@ double qjl_conditional_variance(int projections, double residual_norm, double y_
 /// ⟨y, Q_{b−1}(x)⟩ plus the QJL estimate of ⟨y, r⟩, r = x − Q_{b−1}(x) (at b = 1,
 /// Q_0 = 0 and r = x: the pure 1-bit QJL sketch).
 enum class InnerProductEstimator { biased = 0, debiased = 1, prod = 2 };
-inline constexpr std::array<InnerProductEstimator, 3> kInnerProductEstimators = {
-    InnerProductEstimator::biased, InnerProductEstimator::debiased, InnerProductEstimator::prod};
+inline constexpr auto kInnerProductEstimatorNames = make_name_table<InnerProductEstimator>(
+    {{InnerProductEstimator::biased, "biased"}, {InnerProductEstimator::debiased, "debiased"},
+     {InnerProductEstimator::prod, "prod"}});
+inline constexpr std::array<InnerProductEstimator, 3> kInnerProductEstimators = kInnerProductEstimatorNames.values();
 
 /// "biased", "debiased", "prod".
-std::string_view inner_product_estimator_name(InnerProductEstimator estimator);
+inline std::string_view inner_product_estimator_name(InnerProductEstimator estimator) {
+  return kInnerProductEstimatorNames.name(estimator);
+}
 
 /// One sample of all three estimators on one random pair (x, y).
 struct InnerProductSample {

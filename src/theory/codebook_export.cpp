@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/name_table.h"
 #include "io/tensor_file.h"
 #include "quant/codebook.h"
 #include "results/results_document.h"
@@ -105,26 +106,16 @@ std::vector<std::byte> f64_bytes(const std::vector<double>& values) {
   return bytes;
 }
 
+constexpr auto kCodebookFormatNames =
+    make_name_table<CodebookFormat>({{CodebookFormat::json, "json"}, {CodebookFormat::csv, "csv"},
+                                     {CodebookFormat::npy, "npy"}, {CodebookFormat::npz, "npz"},
+                                     {CodebookFormat::hpp, "hpp"}});
+
 }  // namespace
 
-std::string_view codebook_format_name(CodebookFormat format) {
-  switch (format) {
-    case CodebookFormat::json: return "json";
-    case CodebookFormat::csv: return "csv";
-    case CodebookFormat::npy: return "npy";
-    case CodebookFormat::npz: return "npz";
-    case CodebookFormat::hpp: return "hpp";
-  }
-  return "?";
-}
+std::string_view codebook_format_name(CodebookFormat format) { return kCodebookFormatNames.name(format); }
 
-std::optional<CodebookFormat> parse_codebook_format(std::string_view name) {
-  for (CodebookFormat format : {CodebookFormat::json, CodebookFormat::csv, CodebookFormat::npy, CodebookFormat::npz,
-                                CodebookFormat::hpp}) {
-    if (codebook_format_name(format) == name) return format;
-  }
-  return std::nullopt;
-}
+std::optional<CodebookFormat> parse_codebook_format(std::string_view name) { return kCodebookFormatNames.parse(name); }
 
 std::optional<CodebookFormat> codebook_format_for_path(std::string_view path) {
   if (path.ends_with(".h")) return CodebookFormat::hpp;
