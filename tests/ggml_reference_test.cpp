@@ -6,7 +6,10 @@
 //   one outlier, constant rows, random); ggml leaves an all-zero iq4_nl block's codes unset, so
 //   there the decoded values are compared;
 // - q2_K .. q6_K and iq4_xs: decoded floats bit-identical on blocks made by ggml's own quantizers
-//   and on random bytes (finite fp16 fields).
+//   and on random bytes (finite fp16 fields);
+// - mxfp4 and nvfp4, where ggml's definition is ours: decoding (ggml gives code 8 the value +0, the
+//   spec -0), and mxfp4's encoding on rows without E2M1 ties (ggml breaks them toward the smaller
+//   magnitude, the OCP spec to even) and without a sign on zero codes.
 // A missing library is a failure, never a skip.
 #include <dlfcn.h>
 
@@ -25,6 +28,8 @@
 #include "blocks/legacy_blocks.h"
 #include "core/dtype.h"
 #include "core/rng.h"
+#include "quant/fp4_quantizer.h"
+#include "quant/registry.h"
 
 namespace tqlab {
 namespace {
@@ -299,6 +304,71 @@ TEST(GgmlReferenceTest, RandomBytesDecodeIdentically) {
   for (const auto& [type, offsets] : small) {
     check_decode(type, random_blocks(type, 256, offsets, 31), 256 * kBlock, "random bytes");
   }
+}
+
+// ------------------------------------------------------------------ mxfp4, nvfp4
+
+TEST(GgmlReferenceTest, Mxfp4DecodesAsGgmlAndEncodesAlikeAwayFromTies) {
+  REQUIRE_GGML();
+  const auto ggml_quantize = ggml().symbol<QuantizeRow>("quantize_row_mxfp4_ref");
+  const auto ggml_dequantize = ggml().symbol<DequantizeRow>("dequantize_row_mxfp4");
+  ASSERT_TRUE(ggml_quantize != nullptr && ggml_dequantize != nullptr);
+  constexpr int kBytes = 17;
+  // Decoding: random bytes, every scale but NaN (0xFF).
+  {
+    Rng rng(40);
+    const int blocks = 512;
+    std::vector<std::uint8_t> bytes(blocks * kBytes);
+    for (std::uint8_t& byte : bytes) byte = static_cast<std::uint8_t>(rng.next_u64());
+    for (int b = 0; b < blocks; ++b) bytes[b * kBytes] = static_cast<std::uint8_t>(b % 255);
+    std::vector<float> ours(blocks * kBlock), theirs(blocks * kBlock);
+    ggml_dequantize(bytes.data(), theirs.data(), blocks * kBlock);
+    for (int b = 0; b < blocks; ++b) decode_mxfp4_block(bytes.data() + b * kBytes, ours.data() + b * kBlock);
+    expect_same_floats(ours, theirs, "mxfp4 decode", [&](std::size_t i) { return theirs[i] == 0.0f; });
+  }
+  // Encoding: random rows at several scales (no exact ties); codes compared with -0 taken as +0.
+  for (const double scale : {1.0, 1e-20, 3e4}) {
+    const std::vector<float> x = gaussian_row(64 * kBlock, scale, 41);
+    std::vector<std::uint8_t> ours(64 * kBytes), theirs(64 * kBytes);
+    ggml_quantize(x.data(), theirs.data(), static_cast<std::int64_t>(x.size()));
+    for (int b = 0; b < 64; ++b) encode_mxfp4_block(x.data() + b * kBlock, ours.data() + b * kBytes);
+    for (std::size_t i = 0; i < ours.size(); ++i) {
+      if (i % kBytes == 0) {
+        EXPECT_EQ(ours[i], theirs[i]) << "scale byte of block " << i / kBytes;
+        continue;
+      }
+      const auto unsigned_zero = [](int code) { return code == 8 ? 0 : code; };
+      EXPECT_EQ(unsigned_zero(ours[i] & 0x0F), unsigned_zero(theirs[i] & 0x0F)) << "byte " << i << " at " << scale;
+      EXPECT_EQ(unsigned_zero(ours[i] >> 4), unsigned_zero(theirs[i] >> 4)) << "byte " << i << " at " << scale;
+    }
+  }
+}
+
+TEST(GgmlReferenceTest, Nvfp4BlocksDecodeAsGgml) {
+  REQUIRE_GGML();
+  // ggml's block of 64 is 4 E4M3 scales then 4 x 8 code bytes and has no tensor scale; tqlab's
+  // nvfp4 with tensor scale 1 holds the same sub-blocks of 16 as (scale byte, 8 code bytes).
+  const auto ggml_dequantize = ggml().symbol<DequantizeRow>("dequantize_row_nvfp4");
+  ASSERT_NE(ggml_dequantize, nullptr);
+  Rng rng(42);
+  const int blocks = 64;
+  std::vector<std::uint8_t> ggml_bytes(blocks * 36);
+  for (std::uint8_t& byte : ggml_bytes) byte = static_cast<std::uint8_t>(rng.next_u64());
+  EncodedTensor ours{blocks, 64, {}};
+  const std::vector<std::uint8_t> unit_scale = {0x00, 0x00, 0x80, 0x3F};
+  ours.bytes = unit_scale;
+  for (int b = 0; b < blocks; ++b) {
+    std::uint8_t* block = ggml_bytes.data() + b * 36;
+    for (int s = 0; s < 4; ++s) {
+      block[s] = static_cast<std::uint8_t>(1 + block[s] % 0x7E);  // positive, finite, not ggml's 0x7F
+      ours.bytes.push_back(block[s]);
+      ours.bytes.insert(ours.bytes.end(), block + 4 + 8 * s, block + 4 + 8 * s + 8);
+    }
+  }
+  std::vector<float> theirs(blocks * 64), decoded(blocks * 64);
+  ggml_dequantize(ggml_bytes.data(), theirs.data(), blocks * 64);
+  make_quantizer("nvfp4")->decode(ours, QuantContext{}, decoded.data());
+  expect_same_floats(decoded, theirs, "nvfp4 decode", [&](std::size_t i) { return theirs[i] == 0.0f; });
 }
 
 // ------------------------------------------------------------------ the type table
