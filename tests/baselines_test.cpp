@@ -594,7 +594,11 @@ TEST(BaselineSpecs, BadSpecsNameTheOption) {
   EXPECT_NE(message("kivi:b=2,group=0").find("group=0 is not allowed"), std::string::npos);
   EXPECT_NE(message("kivi:b=2,bits=3").find("unknown option 'bits' for 'kivi' (known: b, group)"), std::string::npos);
   EXPECT_NE(message("kivi:b").find("'b' needs a value"), std::string::npos);
-  for (const std::string name : {"fp16", "bf16", "fp32", "fp8_e4m3", "fp8_e5m2", "q8_0", "q4_0", "q4_1"}) {
+  EXPECT_NE(message("fp8_e4m3:b=2").find("unknown option 'b' for 'fp8_e4m3' (known: scale)"), std::string::npos);
+  EXPECT_NE(message("fp8_e4m3:scale=token").find("expected one of tensor|vector"), std::string::npos);
+  for (const std::string name :
+       {"fp16", "bf16", "fp32", "fp8_e5m2", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "int8", "mxfp4",
+        "nvfp4"}) {
     EXPECT_NE(message(name + ":b=2").find("method '" + name + "' takes no options"), std::string::npos) << name;
     EXPECT_NE(message(name + ":fast").find("takes no options"), std::string::npos) << name;
   }

@@ -8,12 +8,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/name_table.h"
 #include "quant/quantizer_support.h"
 #include "quant/registry.h"
+#include "quant/vector_scale_quantizer.h"
 
 namespace tqlab {
 namespace {
@@ -140,10 +143,27 @@ std::vector<MethodInfo> float_methods() {
                          return std::make_unique<Fp8Quantizer>(format);
                        }});
   };
+  // fp8_e4m3 also comes with one scale per stored vector (vLLM's fp8_per_token_head).
+  const std::vector<OptionDoc> e4m3_options = {
+      {"scale", "tensor|vector",
+       "tensor (default): one fp32 scale per (layer, head) tensor; vector: one per token and head, vLLM's "
+       "fp8_per_token_head (8 + 32/dim bits)"}};
+  const auto add_e4m3 = [&](std::string summary) {
+    methods.push_back({"fp8_e4m3", std::move(summary), e4m3_options, "8 + 32/(tokens*dim); scale=vector: 8 + 32/dim",
+                       {"fp8_e4m3", "fp8_e4m3:scale=vector"},
+                       [e4m3_options](SpecOptionReader& reader) -> std::unique_ptr<Quantizer> {
+                         const std::optional<std::string> scale = reader.choice("scale", {"tensor", "vector"});
+                         reader.finish(e4m3_options);
+                         if (scale == "vector") {
+                           return std::make_unique<VectorScaleQuantizer>(VectorScaleElement::fp8_e4m3);
+                         }
+                         return std::make_unique<Fp8Quantizer>(Fp8Format::e4m3fn);
+                       }});
+  };
   add_float(StoredFloat::fp16, "every value stored as IEEE fp16 (the 16-bit reference for compression)", "16");
   add_float(StoredFloat::bf16, "every value stored as bfloat16", "16");
   add_float(StoredFloat::fp32, "every value stored as fp32 (lossless for float input)", "32");
-  add_fp8(Fp8Format::e4m3fn, "OCP FP8 E4M3FN (max 448) with one fp32 scale per (layer, head) tensor");
+  add_e4m3("OCP FP8 E4M3FN (max 448) with one fp32 scale per (layer, head) tensor, or per vector");
   add_fp8(Fp8Format::e5m2, "OCP FP8 E5M2 (max 57344) with one fp32 scale per (layer, head) tensor");
   return methods;
 }

@@ -9,14 +9,17 @@ namespace tqlab {
 
 // Each method family contributes its MethodInfo entries (defined beside its code).
 std::vector<MethodInfo> float_methods();    // fp16, bf16, fp32, fp8_e4m3, fp8_e5m2
-std::vector<MethodInfo> block_methods();    // q8_0, q4_0, q4_1
+std::vector<MethodInfo> block_methods();    // q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl
+std::vector<MethodInfo> fp4_methods();      // mxfp4, nvfp4
+std::vector<MethodInfo> vector_scale_methods();  // int8
 std::vector<MethodInfo> kivi_methods();     // kivi
 std::vector<MethodInfo> turbo_methods();    // tq
 
 const std::vector<MethodInfo>& quantizer_methods() {
   static const std::vector<MethodInfo> all = [] {
     std::vector<MethodInfo> methods;
-    for (auto family : {&float_methods, &block_methods, &kivi_methods, &turbo_methods}) {
+    for (auto family : {&float_methods, &vector_scale_methods, &block_methods, &fp4_methods, &kivi_methods,
+                        &turbo_methods}) {
       for (MethodInfo& info : family()) methods.push_back(std::move(info));
     }
     return methods;
