@@ -12,11 +12,12 @@ std::vector<MethodInfo> float_methods();    // fp16, bf16, fp32, fp8_e4m3, fp8_e
 std::vector<MethodInfo> block_methods();    // q8_0, q4_0, q4_1
 std::vector<MethodInfo> kivi_methods();     // kivi
 std::vector<MethodInfo> turbo_methods();    // tq
+std::vector<MethodInfo> vllm_methods();     // vllm_tq_key, vllm_uniform, vllm_fp8
 
 const std::vector<MethodInfo>& quantizer_methods() {
   static const std::vector<MethodInfo> all = [] {
     std::vector<MethodInfo> methods;
-    for (auto family : {&float_methods, &block_methods, &kivi_methods, &turbo_methods}) {
+    for (auto family : {&float_methods, &block_methods, &kivi_methods, &turbo_methods, &vllm_methods}) {
       for (MethodInfo& info : family()) methods.push_back(std::move(info));
     }
     return methods;
