@@ -2,7 +2,7 @@
 // unit key coordinate is rounded to in vLLM's TurboQuant KV cache, and the
 // 2^b - 1 decision midpoints its store kernel bucketizes with.
 //
-// Source (docs/SOURCES.md, "vLLM's TurboQuant KV cache"): vLLM,
+// Source (docs/SOURCES.md, "vLLM's KV cache presets"): vLLM,
 // vllm/model_executor/layers/quantization/turboquant/centroids.py,
 // solve_lloyd_max(d, bits) and get_centroids(d, bits); the midpoints as
 // vllm/v1/attention/backends/turboquant_attn.py, TurboQuantAttentionImpl._ensure_on_device,

@@ -1,7 +1,7 @@
 // vLLM's TurboQuant key format (method `vllm_tq_key`): the keys of its presets
 // turboquant_4bit_nc, turboquant_k3v4_nc and turboquant_3bit_nc.
 //
-// Source (docs/SOURCES.md, "vLLM's TurboQuant KV cache"): vLLM,
+// Source (docs/SOURCES.md, "vLLM's KV cache presets"): vLLM,
 // vllm/v1/attention/ops/triton_turboquant_store.py, triton_turboquant_store
 // (MSE path) and _tq_fused_store_mse; decoding as _tq_full_dequant_kv and
 // _tq_decode_stage1 in vllm/v1/attention/ops/triton_turboquant_decode.py do it;

@@ -1,8 +1,7 @@
 // vLLM's KV cache presets (`--kv-cache-dtype NAME` in vLLM): for each, the
 // tqlab specs of its key and value formats, which layers vLLM leaves
 // unquantized, and what a prefill chunk reads. This table is the one thing an
-// engine that imitates vLLM needs (docs/ENGINES.md says how it is wired and
-// docs/SOURCES.md, "vLLM's TurboQuant KV cache", where each rule comes from).
+// engine that imitates vLLM needs (docs/SOURCES.md, "vLLM's KV cache presets", says where each rule comes from).
 //
 // | preset              | keys                 | values            | unquantized layers      | a chunk's own tokens |
 // |---------------------|----------------------|-------------------|-------------------------|----------------------|

@@ -3,7 +3,7 @@
 // values of every TurboQuant preset (turboquant_k8v4, turboquant_4bit_nc,
 // turboquant_k3v4_nc with b = 4; turboquant_3bit_nc with b = 3). No rotation.
 //
-// Source (docs/SOURCES.md, "vLLM's TurboQuant KV cache"): vLLM,
+// Source (docs/SOURCES.md, "vLLM's KV cache presets"): vLLM,
 // vllm/v1/attention/ops/triton_turboquant_store.py, _store_quantized_value;
 // decoding as _tq_full_dequant_kv and _tq_decode_stage1 in
 // vllm/v1/attention/ops/triton_turboquant_decode.py. For one vector v of D

@@ -1,5 +1,5 @@
 # vLLM's KV cache formats against a numpy re-implementation written from vLLM's source
-# (tools/vllm_reference.py): the real dump ../shared/data/tinyllama_qkv.safetensors in float32, plus a
+# (tools/vllm_reference.py): the real dump tinyllama_qkv.safetensors of the shared data folder, in float32, plus a
 # layer of adversarial rows (zero, constant, beyond fp8's 448, below the per-token-head scale floor,
 # ties), through `tqlab roundtrip` with every key and value spec vLLM's presets use
 # (src/quant/vllm_presets.h), then compared with the reference's decoded vectors. Values and fp8 must
@@ -18,7 +18,8 @@ reference="$(cd "$(dirname "$0")/../.." && pwd)/tools/vllm_reference.py"
 
 # Each line: a key spec and a value spec; together they cover every spec of every preset.
 while read -r k v; do
-  expect_exit 0 "roundtrip --k $k --v $v" -- "$TQLAB" roundtrip in.safetensors -o out.safetensors --k "$k" --v "$v" --quiet
+  expect_exit 0 "roundtrip --k $k --v $v" -- \
+    "$TQLAB" roundtrip in.safetensors -o out.safetensors --k "$k" --v "$v" --quiet
   checks=$((checks + 1))
   "$python" "$reference" check in.safetensors out.safetensors "$k" "$v" >check.txt 2>&1 ||
     fail "--k $k --v $v disagrees with vLLM's numpy reference: $(grep -m5 -e MISMATCH -e Error check.txt)"
