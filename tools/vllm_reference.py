@@ -2,7 +2,7 @@
 """vLLM's KV cache formats re-implemented in numpy from vLLM's source, to hold tqlab's
 `vllm_tq_key`, `vllm_uniform` and `vllm_fp8` quantizers to (tests/cli/vllm_reference.sh).
 
-Written from vLLM's code, not copied (docs/SOURCES.md, "vLLM's TurboQuant KV cache", names each
+Written from vLLM's code, not copied (docs/SOURCES.md, "vLLM's KV cache presets", names each
 file and function): the Lloyd-Max solver of turboquant/centroids.py (solve_lloyd_max), the key and
 value store kernels of v1/attention/ops/triton_turboquant_store.py (_tq_fused_store_mse,
 _store_quantized_value) and their decoders in triton_turboquant_decode.py (_tq_full_dequant_kv),
