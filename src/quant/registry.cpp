@@ -14,12 +14,13 @@ std::vector<MethodInfo> fp4_methods();      // mxfp4, nvfp4
 std::vector<MethodInfo> vector_scale_methods();  // int8
 std::vector<MethodInfo> kivi_methods();     // kivi
 std::vector<MethodInfo> turbo_methods();    // tq
+std::vector<MethodInfo> vllm_methods();     // vllm_tq_key, vllm_uniform, vllm_fp8
 
 const std::vector<MethodInfo>& quantizer_methods() {
   static const std::vector<MethodInfo> all = [] {
     std::vector<MethodInfo> methods;
     for (auto family : {&float_methods, &vector_scale_methods, &block_methods, &fp4_methods, &kivi_methods,
-                        &turbo_methods}) {
+                        &turbo_methods, &vllm_methods}) {
       for (MethodInfo& info : family()) methods.push_back(std::move(info));
     }
     return methods;
