@@ -71,6 +71,31 @@ expect_exit 0 "tied embeddings with lm_head.weight present" -- "$TQLAB" ppl --mo
   --ctx 64 --chunks 1 --quiet
 expect_contains err.txt "tie_word_embeddings is true" "'lm_head.weight'" "not used"
 
+# A model so sure and so wrong that exp(NLL) overflows: lm_head.weight x 1e4 (finite logits, NLL in the
+# thousands of nats). The perplexity cannot be a double: a warning, and the NLL still written.
+if "$python" -c 'import numpy' 2>/dev/null; then
+mkdir -p bad/overconfident && cp "$tiny/config.json" "$tiny/tokenizer.json" bad/overconfident/
+"$python" - "$tiny/model.safetensors" bad/overconfident/model.safetensors <<'PY' || fail "could not scale lm_head"
+import json, struct, sys
+import numpy as np
+data = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", data[:8])[0]
+entry = json.loads(data[8:8 + n])["lm_head.weight"]
+assert entry["dtype"] == "F32"
+begin, end = (8 + n + offset for offset in entry["data_offsets"])
+data[begin:end] = (np.frombuffer(bytes(data[begin:end]), dtype="<f4") * 1e4).astype("<f4").tobytes()
+open(sys.argv[2], "wb").write(data)
+PY
+  expect_exit 0 "ppl past double range" -- "$TQLAB" ppl --model bad/overconfident --tokens "$windows" --ctx 64 \
+    --chunks 2 -o huge.json --quiet
+  expect_contains err.txt "beyond double range" "mean NLL"
+  "$python" - huge.json <<'PY' || fail "ppl past double range: the NLL is not written"
+import json, sys
+base = json.load(open(sys.argv[1]))["e2e"]["base"]
+assert base["ppl"] is None and base["nll"] is not None and base["nll"] > 709.78, base
+PY
+fi
+
 # ---------------------------------------------------------------- messages
 mkdir -p bad/loop && ln -s ../tokenizer.json bad/loop/tokenizer.json
 ln -s config.json bad/loop/config.json
