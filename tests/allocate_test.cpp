@@ -232,10 +232,10 @@ TEST(ProfileTest, JsonAndCacheGiveTheProfileBack) {
   const std::string path = profile_cache_path(folder, ProfileKind::offline, profile.content_key);
   write_cached_profile(path, profile);
   std::string warning;
-  const std::optional<Profile> cached = read_cached_profile(path, profile.content_key, warning);
+  const std::optional<Profile> cached = read_cached_profile(path, profile.content_key, profile, warning);
   ASSERT_TRUE(cached.has_value()) << warning;
   expect_same_units(profile, *cached);
-  EXPECT_FALSE(read_cached_profile(path, std::string(64, 'b'), warning).has_value());
+  EXPECT_FALSE(read_cached_profile(path, std::string(64, 'b'), profile, warning).has_value());
   EXPECT_NE(warning.find("another profile"), std::string::npos) << warning;
 }
 

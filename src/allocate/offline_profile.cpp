@@ -201,13 +201,28 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
   return profile;
 }
 
-std::vector<int> data_head_dims(const SweepConfig& config) {
+namespace {
+
+// The shapes of the config's data file's selected layers, from its headers.
+std::vector<KvLayerShape> data_layer_shapes(const SweepConfig& config) {
   const std::unique_ptr<TensorFile> file = TensorFile::open(config.data.resolved_path);
   KvDumpSpec kv = config.data.kv;
   kv.layout = resolve_kv_layout(*file, kv.layout, "data.layout").layout;
   const KvDump dump(*file, kv);
+  return dump.layers();
+}
+
+}  // namespace
+
+std::vector<LayerHeads> data_layer_heads(const SweepConfig& config) {
+  std::vector<LayerHeads> layers;
+  for (const KvLayerShape& shape : data_layer_shapes(config)) layers.push_back({shape.layer, shape.kv_heads});
+  return layers;
+}
+
+std::vector<int> data_head_dims(const SweepConfig& config) {
   std::vector<int> dims;
-  for (const KvLayerShape& shape : dump.layers()) {
+  for (const KvLayerShape& shape : data_layer_shapes(config)) {
     for (int dim : {shape.key_dim, shape.value_dim}) {
       if (std::find(dims.begin(), dims.end(), dim) == dims.end()) dims.push_back(dim);
     }

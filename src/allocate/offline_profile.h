@@ -41,4 +41,8 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
 /// tensors' headers only: what candidates must take. InputError as a sweep gives it.
 std::vector<int> data_head_dims(const SweepConfig& config);
 
+/// The layers (and their kv heads) of the config's data file, its selected layers, from the headers
+/// only: the layers an offline profile of it holds units of.
+std::vector<LayerHeads> data_layer_heads(const SweepConfig& config);
+
 }  // namespace tqlab

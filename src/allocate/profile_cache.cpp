@@ -77,7 +77,7 @@ std::string profile_cache_path(const std::string& folder, ProfileKind kind, cons
   return (std::filesystem::path(folder.empty() ? "." : folder) / name).string();
 }
 
-Profile read_profile_document(const std::string& path) {
+Profile read_profile_document(const std::string& path, const Profile* expected) {
   const nlohmann::json document = read_json_file(path, "profile");
   const JsonReader root(document, path, "", "profile");
   if (!root.is_object() || !root.has("schema") || root.at("schema").as_string() != kProfileCacheSchema) {
@@ -86,18 +86,22 @@ Profile read_profile_document(const std::string& path) {
                   ? " but one shard of it: join the shards with tqlab merge first"
                   : "");
   }
-  return profile_from_json(root.at("profile").value(), path);
+  Profile profile = profile_from_json(root.at("profile").value(), path);
+  if (expected != nullptr) check_profile_fits(profile, *expected, path);
+  return profile;
 }
 
-std::optional<Profile> read_cached_profile(const std::string& path, const std::string& key, std::string& warning) {
+std::optional<Profile> read_cached_profile(const std::string& path, const std::string& key, const Profile& expected,
+                                           std::string& warning) {
   if (!std::filesystem::exists(path)) return std::nullopt;
   try {
-    Profile profile = read_profile_document(path);
+    Profile profile = read_profile_document(path, nullptr);
     if (profile.content_key != key) {
       warning = fmt::format("profile cache '{}' holds another profile (content key {}); measuring again", path,
                             profile.content_key.substr(0, 16));
       return std::nullopt;
     }
+    check_profile_fits(profile, expected, path);
     return profile;
   } catch (const InputError& error) {
     warning = fmt::format("profile cache '{}' is not usable ({}); measuring again", path, error.what());

@@ -39,12 +39,15 @@ std::string profile_content_key(const nlohmann::ordered_json& source);
 std::string profile_cache_path(const std::string& folder, ProfileKind kind, const std::string& key);
 
 /// The tqlab.profile/1 document at `path` (a cache file, or what `tqlab merge` makes of profile
-/// shards). InputError naming the file and what is wrong.
-Profile read_profile_document(const std::string& path);
+/// shards), checked as allocate/profile_json.h reads profiles back and, unless null, to fit
+/// `expected` (check_profile_fits). InputError naming the file and what is wrong.
+Profile read_profile_document(const std::string& path, const Profile* expected);
 
-/// The cached profile at `path` when its content key is `key`; nullopt when absent. A file that
-/// cannot be read or holds another key is nullopt too, and `warning` says why.
-std::optional<Profile> read_cached_profile(const std::string& path, const std::string& key, std::string& warning);
+/// The cached profile at `path` when its content key is `key` and it fits `expected`; nullopt when
+/// absent. A file that cannot be read, holds another key or does not pass the read-back checks is
+/// nullopt too, and `warning` says why (the caller measures again and writes over it).
+std::optional<Profile> read_cached_profile(const std::string& path, const std::string& key, const Profile& expected,
+                                           std::string& warning);
 
 /// Writes `profile` to `path` atomically.
 void write_cached_profile(const std::string& path, const Profile& profile);

@@ -79,7 +79,7 @@ ProfileShard read_profile_shard(const std::string& path) {
   }
   shard.held = read_unit_ranges(work.at("holds"), units);
   shard.layers_computed = work.at("layers_computed").as_unsigned();
-  shard.profile = profile_from_json(document.at("profile"), path);
+  shard.profile = profile_from_json(document.at("profile"), path, ProfileCells::some);
   if (profile_work_count(shard.profile) != units) {
     work.at("units").fail("{} work units, but its profile's candidates, seeds and units make {}", units,
                           profile_work_count(shard.profile));
@@ -171,6 +171,9 @@ Profile merge_profile_shards(const std::vector<std::string>& paths) {
     merged.layers_computed_share =
         passes > 0 ? static_cast<double>(layers_computed) / (passes * static_cast<double>(merged.layers.size())) : 1.0;
   }
+  // The whole profile passes the check any profile read back passes (every cell measured), before it is written.
+  const nlohmann::json whole = nlohmann::json::parse(profile_json(merged, nullptr).dump());
+  (void)profile_from_json(whole, fmt::format("merge of {} shards", shards.size()));
   return merged;
 }
 

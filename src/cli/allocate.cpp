@@ -3,6 +3,7 @@
 // quantized, caches the profile by content, solves the multiple-choice knapsack exactly at the
 // budget, predicts the uniform specs and the boundary rule the same way, and with --verify measures
 // them by the ordinary sweep. Writes one tqlab.allocation/1 document and prints a table.
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -22,6 +23,7 @@
 #include "allocate/model_profile.h"
 #include "allocate/offline_profile.h"
 #include "allocate/profile_cache.h"
+#include "allocate/profile_json.h"
 #include "allocate/profile_shard.h"
 #include "allocate/profile_work.h"
 #include "allocate/verify.h"
@@ -120,15 +122,42 @@ Profile measure_profile(const ProfileContext& context, ProfileKind kind, Granula
   return profile;
 }
 
+// What the profile of `kind` measured at `granularity` holds, without its numbers: its kind,
+// granularity, candidates, seeds and units (from the model's config, or the data's headers).
+Profile profile_skeleton(const ProfileContext& context, ProfileKind kind, Granularity granularity) {
+  Profile skeleton;
+  skeleton.kind = kind;
+  skeleton.granularity = granularity;
+  skeleton.candidates = context.candidates;
+  skeleton.seeds = context.config.seeds;
+  std::vector<LayerHeads> layers;
+  if (kind == ProfileKind::offline && !context.config.data.resolved_path.empty()) {
+    layers = data_layer_heads(context.config);
+  } else {
+    // The model's layers; an offline profile of its own dump holds the data's selection of them.
+    const ModelConfig& shape = context.model->transformer->config();
+    const std::optional<std::vector<int>>& selected = context.config.data.kv.layers;
+    for (int layer = 0; layer < shape.layers; ++layer) {
+      if (kind == ProfileKind::model || !selected || std::count(selected->begin(), selected->end(), layer) > 0) {
+        layers.push_back({layer, shape.kv_heads});
+      }
+    }
+  }
+  for (const LayerHeads& layer : layers) skeleton.layers.push_back(layer.layer);
+  for (const AllocationUnit& unit : allocation_units(layers, granularity)) skeleton.units.push_back({unit, 0, {}});
+  return skeleton;
+}
+
 // The profile of `kind` at `granularity`: from --profile-file, or the cache when it holds it, else
-// measured and cached.
+// measured and cached. Either file is checked against the profile this command would measure.
 MeasuredProfile measured_profile(const ProfileContext& context, ProfileKind kind, Granularity granularity) {
   const std::string key = profile_content_key(
       profile_source(context.config, context.model, kind, measured_granularity(kind, granularity), context.candidates));
+  const Profile expected = profile_skeleton(context, kind, measured_granularity(kind, granularity));
   MeasuredProfile out;
   std::optional<Profile> cached;
   if (!context.options.profile_file.empty() && kind == context.profile_file_kind) {
-    cached = read_profile_document(context.options.profile_file);
+    cached = read_profile_document(context.options.profile_file, nullptr);
     if (cached->content_key != key) {
       fail(
           "allocate: --profile-file '{}' holds the {} profile of content key {}…, but this config's {} profile with "
@@ -137,11 +166,12 @@ MeasuredProfile measured_profile(const ProfileContext& context, ProfileKind kind
           context.options.profile_file, profile_kind_name(cached->kind), cached->content_key.substr(0, 16),
           profile_kind_name(kind), key.substr(0, 16));
     }
+    check_profile_fits(*cached, expected, context.options.profile_file);
     out.cache_path = context.options.profile_file;
   } else if (!context.options.no_cache) {
     out.cache_path = profile_cache_path(context.cache_folder, kind, key);
     std::string warning;
-    cached = read_cached_profile(out.cache_path, key, warning);
+    cached = read_cached_profile(out.cache_path, key, expected, warning);
     if (!warning.empty()) log::warn("{}", warning);
   }
   if (cached) {
@@ -162,18 +192,12 @@ MeasuredProfile measured_profile(const ProfileContext& context, ProfileKind kind
 // tqlab.profile-shard/1 document for tqlab merge.
 void write_profile_shard(const ProfileContext& context, ProfileKind kind, Granularity granularity,
                          const ShardSpec& spec, AtomicFileWriter& writer) {
-  Profile skeleton;
-  skeleton.kind = kind;
-  skeleton.candidates = context.candidates;
-  skeleton.seeds = context.config.seeds;
+  const Profile skeleton = profile_skeleton(context, kind, measured_granularity(kind, granularity));
   ProfileShard shard;
   shard.shard = spec;
   if (kind == ProfileKind::model) {
-    const ModelConfig& shape = context.model->transformer->config();
-    std::vector<LayerHeads> layers;
-    for (int layer = 0; layer < shape.layers; ++layer) layers.push_back({layer, shape.kv_heads});
-    for (const AllocationUnit& unit : allocation_units(layers, granularity)) skeleton.units.push_back({unit, 0, {}});
-    shard.costs = model_work_costs(skeleton, shape, context.model->options.ctx, context.model->chunks);
+    shard.costs = model_work_costs(skeleton, context.model->transformer->config(), context.model->options.ctx,
+                                   context.model->chunks);
   } else {
     shard.costs = offline_work_costs(skeleton);
   }

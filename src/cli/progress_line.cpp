@@ -10,6 +10,9 @@ namespace tqlab::cli {
 namespace {
 
 constexpr auto kRedrawInterval = std::chrono::milliseconds(200);
+// Off a terminal (a log file, a batch job) a line of its own, no sooner than this and this often:
+// short work stays silent, long work says how far it is.
+constexpr auto kLogInterval = std::chrono::seconds(30);
 
 std::string clock_time(double seconds) {
   const auto whole = static_cast<long>(seconds + 0.5);
@@ -20,7 +23,7 @@ std::string clock_time(double seconds) {
 }  // namespace
 
 ProgressLine::ProgressLine(std::string label, bool enabled)
-    : label_(std::move(label)), enabled_(enabled && ::isatty(STDERR_FILENO) == 1),
+    : label_(std::move(label)), enabled_(enabled), terminal_(::isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
 
 ProgressLine::~ProgressLine() { finish(); }
@@ -30,6 +33,7 @@ void ProgressLine::update(std::size_t done, std::size_t total, const std::string
   const std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;  // another thread is drawing; this update is not needed
   const auto now = std::chrono::steady_clock::now();
+  if (!terminal_ && (done >= total || now - last_draw_ < kLogInterval)) return;
   if (done < total && now - last_draw_ < kRedrawInterval) return;
   last_draw_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
@@ -38,10 +42,10 @@ void ProgressLine::update(std::size_t done, std::size_t total, const std::string
     eta = clock_time(elapsed * static_cast<double>(total - done) / static_cast<double>(done));
   if (done >= total) eta = "0:00";
   const double percent = total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0;
-  std::fprintf(stderr, "\r\033[K%s: %zu/%zu (%.0f%%) %s, %s elapsed, ETA %s", label_.c_str(), done, total, percent,
-               detail.c_str(), clock_time(elapsed).c_str(), eta.c_str());
+  std::fprintf(stderr, "%s%s: %zu/%zu (%.0f%%) %s, %s elapsed, ETA %s%s", terminal_ ? "\r\033[K" : "", label_.c_str(),
+               done, total, percent, detail.c_str(), clock_time(elapsed).c_str(), eta.c_str(), terminal_ ? "" : "\n");
   std::fflush(stderr);
-  drawn_ = true;
+  drawn_ = terminal_;
 }
 
 void ProgressLine::finish() {

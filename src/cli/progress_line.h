@@ -1,5 +1,7 @@
-// A progress line on stderr, redrawn in place ("\r"), only when stderr is a
-// terminal: what a long job is doing, how far it is, elapsed time and ETA.
+// A progress line on stderr: what a long job is doing, how far it is, elapsed
+// time and ETA. On a terminal it is redrawn in place ("\r"); off one (a log, a
+// batch job) it is a line of its own every 30 s, the first after 30 s, so that
+// short work prints nothing and long work is never silent.
 // Safe to call from any thread; redraws at most a few times a second.
 #pragma once
 
@@ -12,7 +14,7 @@ namespace tqlab::cli {
 
 class ProgressLine {
  public:
-  /// `enabled` false (--quiet) or stderr not a terminal: every call does nothing.
+  /// `enabled` false (--quiet): every call does nothing.
   ProgressLine(std::string label, bool enabled);
   ~ProgressLine();
 
@@ -24,6 +26,7 @@ class ProgressLine {
  private:
   std::string label_;
   bool enabled_;
+  bool terminal_;
   std::chrono::steady_clock::time_point start_, last_draw_;
   std::mutex mutex_;
   bool drawn_ = false;

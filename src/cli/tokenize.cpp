@@ -1,10 +1,12 @@
 // tqlab tokenize: a Hugging Face tokenizer.json applied to a text file (ids out),
 // or to a list of ids (--decode: text out). docs/REFERENCE.md#tqlab-tokenize.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -58,6 +60,23 @@ void write_ids(const std::string& path, const std::vector<std::int32_t>& ids, co
   write_tensor_file(path, std::span<const TensorToWrite>(&tensor, 1), metadata);
 }
 
+// Writes `ids` to stdout separated by `separator`, a block at a time: a few bytes a token beside
+// the ids themselves, where one string of them all (or a JSON array: 16 bytes an element, and
+// its text) would double or triple the command's peak memory on a long text.
+void print_ids(const std::vector<std::int32_t>& ids, std::string_view separator) {
+  constexpr std::size_t kBlock = 1 << 16;
+  fmt::memory_buffer buffer;
+  for (std::size_t first = 0; first < ids.size(); first += kBlock) {
+    buffer.clear();
+    const std::size_t last = std::min(ids.size(), first + kBlock);
+    for (std::size_t i = first; i < last; ++i) {
+      if (i > 0) buffer.append(separator);
+      fmt::format_to(std::back_inserter(buffer), "{}", ids[i]);
+    }
+    std::fwrite(buffer.data(), 1, buffer.size(), stdout);
+  }
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -93,14 +112,21 @@ int run_encode(const TokenizeOptions& options, const Tokenizer& tokenizer, doubl
                             {"token_count", ids.size()},
                             {"seconds", {{"load", load_seconds}, {"encode", encode_seconds}}},
                             {"cpu_seconds", {{"encode", encode_cpu_seconds}}}};
-    if (options.output.empty()) {
-      document["ids"] = ids;
-    } else {
+    if (!options.output.empty()) {
       document["output"] = json_text(options.output);
+      fmt::print("{}\n", document.dump(2));
+    } else {
+      // The document without its last "}", then "ids" streamed: the same JSON, ids on one line.
+      std::string head = document.dump(2);
+      head.resize(head.rfind('}'));
+      while (!head.empty() && head.back() == '\n') head.pop_back();
+      fmt::print("{},\n  \"ids\": [", head);
+      print_ids(ids, ", ");
+      fmt::print("]\n}}\n");
     }
-    fmt::print("{}\n", document.dump(2));
   } else if (options.output.empty()) {
-    fmt::print("{}\n", fmt::join(ids, " "));
+    print_ids(ids, " ");
+    fmt::print("\n");
   } else {
     fmt::print("{} tokens from {} bytes -> {}\n", ids.size(), text.size(), printable(options.output));
   }

@@ -23,7 +23,7 @@ MappedFile::MappedFile(std::string path) : path_(std::move(path)) {
   }
   if (S_ISDIR(status.st_mode)) {
     ::close(fd);
-    fail("'{}' is a directory, expected a tensor file (.npy, .npz or .safetensors)", path_);
+    fail("'{}' is a directory, not a file", path_);
   }
   if (!S_ISREG(status.st_mode)) {
     ::close(fd);

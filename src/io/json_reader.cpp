@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <fmt/ranges.h>
@@ -149,14 +150,27 @@ double JsonReader::as_number() const {
 }
 
 std::int64_t JsonReader::as_integer(std::int64_t lo, std::int64_t hi) const {
+  // nlohmann stores every non-negative integer as unsigned: both kinds are held to both bounds.
+  const auto out_of_range = [&](auto number) {
+    if (hi == std::numeric_limits<std::int64_t>::max()) fail("{} is out of range: expected at least {}", number, lo);
+    fail("{} is out of range {}..{}", number, lo, hi);
+  };
   if (value_->is_number_unsigned()) {
     const auto number = value_->get<std::uint64_t>();
-    if (number > static_cast<std::uint64_t>(hi)) fail("{} is out of range {}..{}", number, lo, hi);
+    if (number > static_cast<std::uint64_t>(hi) || (lo > 0 && number < static_cast<std::uint64_t>(lo))) {
+      out_of_range(number);
+    }
     return static_cast<std::int64_t>(number);
   }
   if (!value_->is_number_integer()) fail("expected an integer, got {}", type_name());
   const auto number = value_->get<std::int64_t>();
-  if (number < lo || number > hi) fail("{} is out of range {}..{}", number, lo, hi);
+  if (number < lo || number > hi) out_of_range(number);
+  return number;
+}
+
+double JsonReader::as_number(double lo, double hi) const {
+  const double number = as_number();
+  if (!(number >= lo && number <= hi)) fail("{} is out of range {}..{}", number, lo, hi);
   return number;
 }
 

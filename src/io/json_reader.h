@@ -63,6 +63,8 @@ class JsonReader {
   bool as_bool() const;
   /// A finite number.
   double as_number() const;
+  /// A finite number in [lo, hi] (documents tqlab reads back: a count, a byte size, a damage).
+  double as_number(double lo, double hi) const;
   /// An integer in [lo, hi].
   std::int64_t as_integer(std::int64_t lo, std::int64_t hi) const;
   /// A non-negative integer up to 2^64 - 1.

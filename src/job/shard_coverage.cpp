@@ -87,9 +87,23 @@ void check_shard_coverage(const std::vector<ShardClaim>& claims, const std::vect
   std::vector<int> holder(static_cast<std::size_t>(units), -1);
   std::map<std::pair<int, int>, std::vector<int>> overlaps;  // (shard, shard) -> units both hold
   std::set<int> counts;
+  std::map<int, std::vector<int>> cuts;  // shard count -> owner of each unit
   for (std::size_t i = 0; i < claims.size(); ++i) {
     if (!used[i]) continue;
     counts.insert(claims[i].shard.count);
+    // A shard's units restate its K/N: they must be the cut's (an edited index or count is caught here).
+    auto cut = cuts.find(claims[i].shard.count);
+    if (cut == cuts.end()) cut = cuts.emplace(claims[i].shard.count, owner(claims[i].shard.count)).first;
+    std::vector<int> expected;
+    for (int unit = 0; unit < units; ++unit) {
+      if (at(cut->second, unit) == claims[i].shard.index) expected.push_back(unit);
+    }
+    if (claims[i].held != expected) {
+      problems.push_back(fmt::format("{} holds units {}, but shard {} of this job holds {}: its shard index or count "
+                                     "does not match its units",
+                                     shard_claim_name(claims[i]), describe_unit_ranges(claims[i].held),
+                                     claims[i].shard.text(), describe_unit_ranges(expected)));
+    }
     for (int unit : claims[i].held) {
       int& first = at(holder, unit);
       if (first < 0) {

@@ -7,7 +7,8 @@
 //   duplicated:  the same file twice, or two files of one shard K/N;
 //   overlapping: two shards that hold some of the same units (1/2 and 1/3);
 //   missing:     units no shard holds: named as the shards K/N that would hold them when the
-//                shards agree on N, else as unit ranges.
+//                shards agree on N, else as unit ranges;
+//   inconsistent: a shard whose units are not those its K/N cuts (an edited index or count).
 #pragma once
 
 #include <functional>
@@ -40,7 +41,8 @@ std::string shard_claim_name(const ShardClaim& claim);
 /// problem appended to `problems`.
 std::vector<bool> shards_of_one_job(const std::vector<ShardClaim>& claims, std::vector<std::string>& problems);
 
-/// Appends the overlaps and the missing units of the shards `used` marks, out of `units` units.
+/// Appends the inconsistent shards, the overlaps and the missing units of the shards `used` marks,
+/// out of `units` units.
 /// `owner(N)`: for each unit, the shard 1..N that holds it in a cut into N.
 void check_shard_coverage(const std::vector<ShardClaim>& claims, const std::vector<bool>& used, int units,
                           const std::function<std::vector<int>(int count)>& owner, std::vector<std::string>& problems);

@@ -51,7 +51,7 @@ SweepJob::SweepJob(const SweepPlan& plan, const SweepJobSpec& spec) : plan_(plan
     digest_ = std::make_unique<DataDigest>(data_path);
   }
   journal_path_ = SweepJournal::path_for(out);
-  const JournalIdentity identity{config_hash_, plan.config.data.path, data_bytes_, work_.count()};
+  const JournalIdentity identity{config_hash_, describe_sweep_inputs(plan.config), data_bytes_, work_.count()};
 
   if (spec.resume) {
     const DataIdentity data = data_identity();
@@ -83,9 +83,10 @@ SweepJob::SweepJob(const SweepPlan& plan, const SweepJobSpec& spec) : plan_(plan
   }
   if (found.data_sha256 && *found.data_sha256 != data_identity().sha256) {
     fail(
-        "journal '{}' was written for data of sha256 {}…; '{}' now has {}…: resume with the data that started it, "
+        "journal '{}' was written for data of sha256 {}…; {} now has {}…: resume with the data that started it, "
         "or remove the journal to start over",
-        journal_path_, found.data_sha256->substr(0, 12), printable(data_path), data_identity().sha256.substr(0, 12));
+        journal_path_, found.data_sha256->substr(0, 12), describe_sweep_inputs(plan.config),
+        data_identity().sha256.substr(0, 12));
   }
   sha256_journalled_ = found.data_sha256.has_value();
   if (!found.version.empty() && (found.version != TQLAB_VERSION || found.git_commit != TQLAB_GIT_COMMIT)) {

@@ -97,9 +97,9 @@ void check_header(const std::string& path, std::string_view record, const Journa
   const std::uint64_t bytes = data.at("bytes").as_unsigned();
   if (bytes != identity.data_bytes) {
     fail(
-        "journal '{}' was written for data of {} bytes ('{}'); '{}' has {}: resume with the data that started it, or "
+        "journal '{}' was written for data of {} bytes ({}); {} has {}: resume with the data that started it, or "
         "remove the journal to start over",
-        path, bytes, printable(data.at("path").as_string()), printable(identity.data_path), identity.data_bytes);
+        path, bytes, printable(data.at("path").as_string()), identity.data_path, identity.data_bytes);
   }
   const int units = static_cast<int>(root.at("units").as_integer(0, std::numeric_limits<int>::max()));
   if (units != identity.units) {

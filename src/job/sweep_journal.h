@@ -52,7 +52,7 @@ class JournalWriteError : public InputError {
 /// What a journal is the journal of.
 struct JournalIdentity {
   std::string config_hash;
-  std::string data_path;  ///< as the sweep was given it (for messages)
+  std::string data_path;  ///< what the sweep reads, for messages (describe_sweep_inputs)
   std::uint64_t data_bytes = 0;
   int units = 0;  ///< units of the whole sweep
 };

@@ -87,9 +87,9 @@ std::vector<std::string> rerun_differences(const SweepConfigSource& source, cons
   const std::string& path = source.config.config_path;
   if (data.sha256 != source.data.sha256 || data.bytes != source.data.bytes) {
     differences.push_back(fmt::format(
-        "the data '{}' is not the data '{}' was computed from (sha256 {}, {} bytes; recorded {}, {} bytes): the "
+        "the inputs ({}) are not those '{}' was computed from (sha256 {}, {} bytes; recorded {}, {} bytes): the "
         "numbers may differ",
-        printable(source.config.data.resolved_path), printable(path), data.sha256.substr(0, 12), data.bytes,
+        describe_sweep_inputs(source.config), printable(path), data.sha256.substr(0, 12), data.bytes,
         source.data.sha256.substr(0, 12), source.data.bytes));
   }
   if (source.version != TQLAB_VERSION) {

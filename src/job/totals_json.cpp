@@ -4,9 +4,11 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/index.h"
+#include "io/read_back.h"
 
 namespace tqlab {
 namespace {
@@ -62,11 +64,30 @@ Json sums_json(const std::array<RatioSum, N>& sums) {
   return out;
 }
 
+// Read back by io/read_back.h's rule, with the exact numbers' NaN (not measured) kept: a quantity
+// that cannot be negative (a weight, a count, an error, a divergence) is NaN or, finite, within
+// [0, kReadBackLimit]; KL may also be +Infinity (a probability rounded to 0).
+enum class Measured { finite, or_infinity };
+double check_measured(const JsonReader& reader, double value, Measured kind, std::string_view where) {
+  if (std::isnan(value) || (kind == Measured::or_infinity && value == std::numeric_limits<double>::infinity())) {
+    return value;
+  }
+  return check_read_back_number(reader, value, Sign::non_negative, where);
+}
+
+double read_measured(const JsonReader& reader) {
+  return check_measured(reader, read_exact_number(reader), Measured::finite, "");
+}
+
 template <std::size_t N>
 std::array<RatioSum, N> read_sums(const JsonReader& reader) {
   const std::vector<double> flat = read_numbers(reader, 2 * N);
   std::array<RatioSum, N> out{};
-  for (std::size_t i = 0; i < N; ++i) out[i] = {flat[2 * i], flat[2 * i + 1]};
+  for (std::size_t i = 0; i < N; ++i) {
+    // A numerator may be any sum (cosines, biases); a denominator counts or weighs.
+    const std::string where = fmt::format("element {} (a denominator): ", 2 * i + 1);
+    out[i] = {flat[2 * i], check_measured(reader, flat[2 * i + 1], Measured::finite, where)};
+  }
   return out;
 }
 
@@ -99,10 +120,13 @@ ItemRunSeedTotals read_run_seed(const JsonReader& reader) {
     for (const JsonReader& margin : trial.elements()) {
       const std::vector<JsonReader> pair = margin.elements();
       if (pair.size() != 2) margin.fail("expected [top1, weight ratio]");
-      outcomes.push_back({pair[0].as_bool(), read_exact_number(pair[1])});
+      outcomes.push_back({pair[0].as_bool(), read_measured(pair[1])});
     }
   }
-  const std::vector<double> bits = read_numbers(reader.at("bits"), kBitsFields);
+  std::vector<double> bits = read_numbers(reader.at("bits"), kBitsFields);
+  for (std::size_t i = 0; i < bits.size(); ++i) {
+    bits[i] = check_measured(reader.at("bits"), bits[i], Measured::finite, fmt::format("element {}: ", i));
+  }
   run.key_bits = bits[0];
   run.value_bits = bits[1];
   run.key_values = bits[2];
@@ -137,6 +161,9 @@ KlPart read_kl_part(const JsonReader& reader) {
   KlPart part;
   part.count = pair[0].as_integer(0, kMaxCount);
   part.largest = read_numbers(pair[1]);
+  for (std::size_t i = 0; i < part.largest.size(); ++i) {
+    check_measured(pair[1], part.largest[i], Measured::or_infinity, fmt::format("element {}: ", i));
+  }
   return part;
 }
 
@@ -148,9 +175,12 @@ Json exact_numbers_json(const std::vector<double>& values) {
   return out;
 }
 
+// Per-token NLLs, KLs, probabilities, agreements: none negative.
 std::vector<double> read_exact_numbers(const JsonReader& reader) {
   std::vector<double> values;
-  for (const JsonReader& value : reader.elements()) values.push_back(read_exact_number(value));
+  for (const JsonReader& value : reader.elements()) {
+    values.push_back(check_measured(value, read_exact_number(value), Measured::or_infinity, ""));
+  }
   return values;
 }
 
@@ -248,7 +278,7 @@ UnitTotals read_unit_totals(const JsonReader& reader) {
     for (const JsonReader& outcome : reader.at("synthetic").elements()) {
       const std::vector<JsonReader> fields = outcome.elements();
       if (fields.size() != 3) outcome.fail("expected [measured, weight, output error]");
-      unit.synthetic.push_back({fields[0].as_bool(), read_exact_number(fields[1]), read_exact_number(fields[2])});
+      unit.synthetic.push_back({fields[0].as_bool(), read_measured(fields[1]), read_measured(fields[2])});
     }
     if (unit.synthetic.empty()) reader.at("synthetic").fail("no outcomes");
     return unit;

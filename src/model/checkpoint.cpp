@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/text.h"
 #include "io/json_reader.h"
 
@@ -102,7 +105,13 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   }
   const std::string base = (std::filesystem::path(dir) / "").string();
   const std::string config_path = base + "config.json";
-  if (!is_file(config_path)) fail("model '{}': no config.json in the folder", dir);
+  if (struct stat info {}; ::stat(config_path.c_str(), &info) != 0) {
+    // Absent is the common case; a folder tqlab may not search, or a link that loops, says so instead.
+    if (errno == ENOENT) fail("model '{}': no config.json in the folder", dir);
+    fail("model '{}': cannot read config.json: {}", dir, std::strerror(errno));
+  } else if (!S_ISREG(info.st_mode)) {
+    fail("model '{}': config.json is not a regular file", dir);
+  }
   checkpoint->config_ = read_model_config(config_path);
   const ModelConfig& config = checkpoint->config_;
 
@@ -184,7 +193,13 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
     if (expected_names.count(name) || ignorable(name)) continue;
     if (config.tie_word_embeddings && name == "lm_head.weight") {
       const Shape shape{config.vocab_size, config.hidden_size};
-      if (where.first->shape == shape) continue;  // tied: the embedding serves, as transformers ties them
+      if (where.first->shape == shape) {
+        // Tied: the embedding serves, as transformers ties them; said, since every other unused tensor is refused.
+        log::warn("model '{}': tie_word_embeddings is true, so tensor 'lm_head.weight' in '{}' is not used (the "
+                  "embedding matrix serves as the output layer)",
+                  dir, where.second->name);
+        continue;
+      }
     }
     fail("model '{}': tensor '{}' (shape {}, in '{}') is not part of a {} with this config{}", dir, printable(name),
          where.first->shape_string(), where.second->name, config.architecture,

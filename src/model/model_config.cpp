@@ -1,6 +1,7 @@
 #include "model/model_config.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "io/json_reader.h"
 
 namespace tqlab {
@@ -211,6 +213,10 @@ ModelConfig parse_model_config(const nlohmann::json& document, const std::string
     head_dim_default = 128;
   } else if (config.hidden_size % config.q_heads == 0) {
     head_dim_default = config.hidden_size / config.q_heads;
+  } else if (is_null(root.find("head_dim"))) {
+    root.at("num_attention_heads")
+        .fail("{} does not divide hidden_size {}, and no head_dim says how wide a head is", config.q_heads,
+              config.hidden_size);
   }
   config.head_dim = read_size(root, "head_dim", head_dim_default);
   if (config.head_dim % 2 != 0) root.at("head_dim").fail("{} is odd; RoPE rotates pairs of channels", config.head_dim);
@@ -245,6 +251,13 @@ ModelConfig parse_model_config(const nlohmann::json& document, const std::string
 ModelConfig read_model_config(const std::string& path) { return parse_model_config(read_json_file(path, kKind), path); }
 
 void check_context(const ModelConfig& config, std::int64_t ctx, const char* option) {
+  // Positions past the trained range still compute (RoPE is defined for any position), but what
+  // they measure is not the model's behaviour: said once per process, however many plans ask.
+  static std::atomic<bool> warned{false};
+  if (config.max_position_embeddings > 0 && ctx > config.max_position_embeddings && !warned.exchange(true)) {
+    log::warn("{} {} exceeds max_position_embeddings {} of '{}': positions past it were never trained", option, ctx,
+              config.max_position_embeddings, config.path);
+  }
   if (config.sliding_window && ctx > *config.sliding_window) {
     fail("{} {} exceeds the sliding window of {} tokens that '{}' configures ({}): sliding-window attention is not "
          "implemented; use {} {} or less",

@@ -80,7 +80,8 @@ ModelConfig parse_model_config(const nlohmann::json& document, const std::string
 
 /// Refuses a context the model would not attend as one causal window: ctx
 /// tokens beyond a layer's sliding window (tqlab attends every earlier token of
-/// a chunk). `option` names the option in the message ("--ctx").
+/// a chunk). `option` names the option in the message ("--ctx"). A context past
+/// max_position_embeddings runs, with a warning (once per process).
 void check_context(const ModelConfig& config, std::int64_t ctx, const char* option);
 
 }  // namespace tqlab

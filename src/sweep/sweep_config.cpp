@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "io/json_reader.h"
 #include "model/token_file.h"
 #include "quant/registry.h"
@@ -335,6 +336,14 @@ std::string_view nonfinite_mode_name(NonfiniteMode mode) { return kNonfiniteMode
 std::string describe_layers(const std::optional<std::vector<int>>& layers) {
   if (!layers) return "all";
   return fmt::format("{}", fmt::join(*layers, ","));
+}
+
+std::string describe_sweep_inputs(const SweepConfig& config) {
+  if (!config.data.path.empty() || !config.model) return fmt::format("'{}'", printable(config.data.path));
+  const SweepModelConfig& model = *config.model;
+  const bool text = !model.text.empty();
+  return fmt::format("model '{}' on {} '{}'", printable(model.path), text ? "text" : "tokens",
+                     printable(text ? model.text : model.tokens));
 }
 
 SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string& path, bool require_runs) {

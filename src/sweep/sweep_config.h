@@ -111,4 +111,8 @@ SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string
 /// actually used is recorded in the data section.
 std::string describe_layers(const std::optional<std::vector<int>>& layers);
 
+/// What the sweep reads, for messages: "'DATA'" (data.path as written), or without a data file
+/// "model 'M' on text 'T'" / "model 'M' on tokens 'T'" (the model block's own inputs).
+std::string describe_sweep_inputs(const SweepConfig& config);
+
 }  // namespace tqlab

@@ -155,7 +155,7 @@ void add_model_sections(const SweepModel& model, const EndToEndBase& base, Json&
                 {"base",
                  {{"ppl", base.perplexity.value},
                   {"ppl_se", optional_number(base.perplexity.standard_error)},
-                  {"nll", std::log(base.perplexity.value)}}}};
+                  {"nll", base.nll}}}};
 }
 
 const MetricSummary* find_metric(const RunResult& result, const std::string& name) {

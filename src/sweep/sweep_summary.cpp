@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "core/index.h"
+#include "core/log.h"
+#include "metrics/next_token_metrics.h"
 
 namespace tqlab {
 namespace {
@@ -371,7 +373,14 @@ RunBits cache_bits(const KvCacheBytes& bytes, std::size_t first, std::size_t las
 }
 
 void add_end_to_end(const SweepPlan& plan, const SweepEndToEnd& end_to_end, SweepResults& results) {
-  results.end_to_end = EndToEndBase{end_to_end.base.perplexity, end_to_end.scored_tokens};
+  const double nll = mean_estimate(end_to_end.base.nll).value;
+  results.end_to_end = EndToEndBase{end_to_end.base.perplexity, end_to_end.scored_tokens, nll};
+  // exp(NLL) overflows past 709.78 nats: the NLL stays measured, the perplexity cannot be a double.
+  if (!std::isfinite(end_to_end.base.perplexity.value)) {
+    log::warn("the exact cache's perplexity exp({:.6g}) is beyond double range: e2e perplexities are written as "
+              "null, its mean NLL as {:.6g} nats",
+              nll, nll);
+  }
   const int seeds = static_cast<int>(plan.config.seeds.size());
   const int ctx = plan.model->options.ctx;
   for (int run = 0; run < static_cast<int>(results.runs.size()); ++run) {

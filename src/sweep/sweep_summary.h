@@ -70,6 +70,7 @@ struct RunResult {
 struct EndToEndBase {
   ValueAndError perplexity;              ///< PPL of the exact cache, with llama.cpp's standard error
   std::int64_t scored_tokens = 0;   ///< predictions scored per pass
+  double nll = 0;                   ///< mean NLL per scored token, nats: finite whenever the logits are
 };
 
 struct SweepResults {

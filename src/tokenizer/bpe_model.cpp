@@ -86,6 +86,8 @@ BpeModel BpeModel::from_json(const JsonReader& json) {
 
   const JsonReader vocabulary = json.at("vocab");
   if (!vocabulary.is_object()) vocabulary.fail("expected an object of token: id, got {}", vocabulary.type_name());
+  // An empty vocabulary would encode every text to no ids at all.
+  if (vocabulary.value().empty()) vocabulary.fail("is empty: a BPE model needs at least one token");
   std::int64_t largest_id = -1;
   model.vocabulary_.reserve(vocabulary.value().size());
   std::vector<std::pair<std::string_view, std::int32_t>> entries;

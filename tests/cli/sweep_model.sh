@@ -127,7 +127,7 @@ bad "window modes that disagree" \
   "model.window_mode" "metrics.attention.window_mode"
 bad "too few tokens" "{\"model\": {\"path\": \"$model\", \"tokens\": \"$windows\", \"ctx\": 256, \"chunks\": 9}, $runs}" \
   "model.chunks 9" "2048"
-bad "a spec the model cannot take" "{\"model\": {\"path\": \"$model\", \"tokens\": \"$windows\"}, \"runs\": [{\"k\": \"q4_0\", \"v\": \"tq:b=3,block=48\"}]}" \
+bad "a spec the model cannot take" "{\"model\": {\"path\": \"$model\", \"tokens\": \"$windows\", \"ctx\": 256}, \"runs\": [{\"k\": \"q4_0\", \"v\": \"tq:b=3,block=48\"}]}" \
   "runs[0].v" "block=48"
 bad "a tokenizer without text" "{\"model\": {\"path\": \"$model\", \"tokens\": \"$windows\", \"tokenizer\": \"$model\"}, $runs}" \
   "model.tokenizer" "text"
