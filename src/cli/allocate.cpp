@@ -244,8 +244,6 @@ CalibrationReport calibrate(const ProfileContext& context, const Profile& offlin
 
 int run_allocate_command(const AllocateCommandOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  if (options.threads < 0)
-    fail("allocate: --threads {} is negative; give a count, or 0 for every core", options.threads);
   const std::optional<Granularity> granularity = parse_granularity(options.granularity);
   if (!granularity) fail("allocate: --granularity '{}' is not layer or layer-head", options.granularity);
   const std::optional<KeyMetric> key_metric = parse_key_metric(options.key_metric);
@@ -268,13 +266,7 @@ int run_allocate_command(const AllocateCommandOptions& options) {
   } else if (options.budget.empty()) {
     fail("allocate: no budget: pass --budget BITS (or a candidate spec), or --shard K/N to measure part of a profile");
   }
-  if (same_file(options.output, options.config)) {
-    fail("allocate: the output '{}' is the config itself; choose another output", options.output);
-  }
   const std::filesystem::path folder = std::filesystem::path(options.output).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder)) {
-    fail("allocate: the output folder '{}' does not exist (-o '{}')", folder.string(), options.output);
-  }
 
   SweepConfig config = load_sweep_config(options.config, false);
   if (!options.data.empty()) {  // the user's path, relative to where they stand
@@ -294,10 +286,11 @@ int run_allocate_command(const AllocateCommandOptions& options) {
   if (options.calibrate && kind != ProfileKind::offline) {
     fail("allocate: --calibrate fits the offline profile's key weight: use it with --profile offline");
   }
-  if (!config.data.resolved_path.empty() && same_file(options.output, config.data.resolved_path)) {
-    fail("allocate: the output '{}' is the input data; choose another output", options.output);
-  }
-  AtomicFileWriter writer(options.output);  // proves the folder writable before any compute
+  std::vector<CommandInput> inputs = config_inputs(config);
+  inputs.push_back({options.config, "the config"});
+  inputs.push_back({options.profile_file, "the --profile-file"});
+  guard_output("allocate", "-o", options.output, inputs);
+  AtomicFileWriter writer(options.output);
 
   std::unique_ptr<SweepModel> model;
   if (config.model) model = open_sweep_model(config);
@@ -379,17 +372,16 @@ void setup_allocate(CLI::App& app, int& exit_code) {
   command->add_option("--key-weight", options->key_weight, "Offline: the keys' damage weight")->capture_default_str();
   command->add_flag("--calibrate", options->calibrate, "Offline: fit the key weight to the model profile and report");
   command->add_flag("--verify", options->verify, "Measure the allocation, uniform and boundary by the sweep");
-  command->add_option("-o,--output", options->output, "Allocation document (tqlab.allocation/1 JSON)")->required();
+  add_output_option(*command, options->output, "Allocation document (tqlab.allocation/1 JSON)")->required();
   command->add_option("--cache-dir", options->cache_dir, "Folder of cached profiles (default: the output's)");
   command->add_flag("--no-cache", options->no_cache, "Measure the profile again; read and write no cache");
   command->add_flag("--no-prefix-reuse", options->no_prefix_reuse,
                     "Model profile: run every pass from layer 0 (same numbers, slower)");
   command->add_option("--shard", options->shard, "Measure profile shard K of N only (K/N) and write it; see merge");
   command->add_option("--profile-file", options->profile_file, "The profile to solve (tqlab merge of its shards)");
-  command->add_option("--seeds", options->seeds, "Seeds, e.g. 0,1,2 (overrides the config's seeds)");
-  command->add_option("--threads", options->threads, "Worker threads (0: every core this process may use)")
-      ->capture_default_str();
-  command->add_flag("--quiet", options->quiet, "No progress line and no informational messages");
+  add_seeds_options(*command, options->seeds, "default: the config's seeds");
+  add_threads_option(*command, options->threads);
+  add_quiet_flag(*command, options->quiet);
   command->callback([options, &exit_code] { exit_code = run_allocate_command(*options); });
 }
 

@@ -44,6 +44,7 @@ int run_codebook_export(const CodebookExportOptions& options) {
     format = *from_path;
   }
 
+  if (!options.output.empty() && options.output != "-") guard_output("codebook export", "-o", options.output, {});
   std::vector<const Codebook*> codebooks;
   for (int dim : options.dims) {
     for (int bits : options.bits) codebooks.push_back(&lloyd_max_codebook(dim, bits, *distribution));
@@ -71,17 +72,22 @@ void setup_codebook(CLI::App& app, int& exit_code) {
       "export", command_description("Write the Lloyd-Max codebook of a rotated unit vector's coordinate in R^D",
                                     "Centroids, boundaries and D_mse as json, csv, npy, npz or a C++ header.",
                                     "tqlab-codebook-export"));
-  command->add_option("--dim,--dims", options->dims, "Dimension(s) D of the rotated vector, 2..4096 (comma list)")
+  decimal(command->add_option("--dim,--dims", options->dims,
+                              "Dimension(s) D of the rotated vector, 2..4096 (comma list)"),
+          kMinIntOption, kMaxIntOption)
       ->delimiter(',')
       ->required();
-  command->add_option("--bits", options->bits, "Bit width(s) B, 1..8 (comma list)")->delimiter(',')->required();
+  decimal(command->add_option("--bits", options->bits, "Bit width(s) B, 1..8 (comma list)"), kMinIntOption,
+          kMaxIntOption)
+      ->delimiter(',')
+      ->required();
   command->add_option("--dist", options->distribution,
                       "beta: the exact coordinate marginal (the paper's); gauss: N(0, 1/D); uniform: equally "
                       "spaced levels")
       ->capture_default_str();
   command->add_option("--format", options->format,
                       "json, csv, npy, npz or hpp (default: from -o's extension, else json)");
-  command->add_option("-o,--output", options->output, "Output file (default: stdout; npy and npz need a file)");
+  add_output_option(*command, options->output, "Output file (default: stdout; npy and npz need a file)");
   command->callback([options, &exit_code] { exit_code = run_codebook_export(*options); });
 }
 

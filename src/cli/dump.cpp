@@ -2,8 +2,6 @@
 // queries, keys and values of the model's own forward pass over the tokens,
 // written as a KV dump the other commands read with their defaults
 // (src/model/kv_dump_writer.h).
-#include <filesystem>
-
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
@@ -23,58 +21,44 @@ namespace tqlab::cli {
 namespace {
 
 struct DumpCommandOptions {
-  std::string model;
-  TokenSourceFlags source;
+  ModelFlags model;
   std::string output;
-  int ctx = 512;
-  int chunks = 0;
   std::string layers = "all";
   std::string dtype = "f16";
-  bool bos = false;
   bool logits = false;
   int threads = 0;
   bool quiet = false;
 };
 
 int run_dump_command(const DumpCommandOptions& options) {
-  if (options.threads < 0) fail("dump: --threads {} is negative; give a count, or 0 for every core", options.threads);
-  check_token_source_flags(options.source, "dump");
+  const TokenSourceFlags& source = options.model.source;
+  check_token_source_flags(source, "dump");
   if (!options.output.ends_with(".safetensors")) {
     fail("dump: -o '{}': a KV dump is written as .safetensors (it carries the layout and name templates as metadata)",
          options.output);
   }
-  const std::filesystem::path folder = std::filesystem::path(options.output).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder)) {
-    fail("dump: the output folder '{}' does not exist (-o '{}')", folder.string(), options.output);
-  }
-  const auto checkpoint = Checkpoint::open(options.model);
-  for (const WeightFile& file : checkpoint->files()) {
-    if (same_file(options.output, file.path)) fail("dump: the output '{}' is the model's weight file", options.output);
-  }
+  guard_output("dump", "-o", options.output, options.model.inputs());
+  const auto checkpoint = Checkpoint::open(options.model.model);
   const Transformer model(*checkpoint);
   const ModelTokens tokens =
-      options.source.text.empty()
-          ? read_model_tokens(options.source.tokens, model.config(), "--tokens")
-          : tokenize_model_text(options.source.text,
-                                options.source.tokenizer.empty() ? options.model : options.source.tokenizer,
-                                options.source.add_special_choice(), model.config(), "--text");
-  if (same_file(options.output, tokens.path)) {
-    fail("dump: the output '{}' is the {} file", options.output, options.source.text.empty() ? "token" : "text");
-  }
+      source.text.empty()
+          ? read_model_tokens(source.tokens, model.config(), "--tokens")
+          : tokenize_model_text(source.text, source.tokenizer.empty() ? options.model.model : source.tokenizer,
+                                source.add_special_choice(), model.config(), "--text");
 
   KvDumpWriteOptions write;
-  write.ctx = options.ctx;
-  write.chunks = options.chunks;
-  write.bos = options.bos;
+  write.ctx = options.model.ctx;
+  write.chunks = options.model.chunks;
+  write.bos = options.model.bos;
   write.layers = parse_layer_list(options.layers);
   write.dtype = *parse_dtype(options.dtype);
   write.logits = options.logits;
   write.threads = options.threads;
-  write.model_path = options.model;
-  write.tokens_path = options.source.text.empty() ? options.source.tokens : options.source.text;
+  write.model_path = options.model.model;
+  write.tokens_path = source.text.empty() ? source.tokens : source.text;
   write.tokens_sha256 = tokens.sha256;
   write.tokenizer_sha256 = tokens.tokenizer_sha256;
-  if (!options.source.text.empty()) write.names.tokens = "--text";
+  if (!source.text.empty()) write.names.tokens = "--text";
   ProgressLine progress("dump", !options.quiet);
   write.on_chunk = [&](int done, int total) {
     progress.update(static_cast<std::size_t>(done), static_cast<std::size_t>(total), "chunks");
@@ -97,22 +81,15 @@ void setup_dump(CLI::App& app, int& exit_code) {
       "dump", command_description("Write a KV dump from a checkpoint's own forward pass, without PyTorch",
                                   "Post-RoPE q, k and v of every layer, read by inspect, sweep and roundtrip as it is.",
                                   "tqlab-dump"));
-  command->add_option("--model", options->model, "Hugging Face checkpoint folder (config.json, model.safetensors)")
-      ->required();
-  add_token_source_flags(*command, options->source);
-  command->add_option("-o,--output", options->output, "The dump (.safetensors)")->required();
-  command->add_option("--ctx", options->ctx, "Tokens per chunk (one sequence of the dump each)")->capture_default_str();
-  command->add_option("--chunks", options->chunks, "Chunks to run (0: every whole chunk of the tokens)")
-      ->capture_default_str();
+  add_model_flags(*command, options->model);
+  add_output_option(*command, options->output, "The dump (.safetensors)")->required();
   command->add_option("--layers", options->layers, "Layers to write: all, or e.g. 0,2,5-7")->capture_default_str();
   command->add_option("--dtype", options->dtype, "Element type of q, k and v")
       ->check(CLI::IsMember({"f16", "bf16", "f32"}))
       ->capture_default_str();
-  command->add_flag("--bos", options->bos, "Replace each chunk's first token by the config's bos_token_id");
   command->add_flag("--logits", options->logits, "Also write the logits [chunks, ctx, vocab] as F32");
-  command->add_option("--threads", options->threads, "Worker threads (0: every core this process may use)")
-      ->capture_default_str();
-  command->add_flag("--quiet", options->quiet, "No progress line and no informational messages");
+  add_threads_option(*command, options->threads);
+  add_quiet_flag(*command, options->quiet);
   command->callback([options, &exit_code] { exit_code = run_dump_command(*options); });
 }
 

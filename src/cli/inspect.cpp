@@ -184,9 +184,9 @@ void setup_inspect(CLI::App& app, int& exit_code) {
   command->add_option("--layout", options->layout,
                       "Axes of the K/V tensors, e.g. \"seq head token dim\" (default: the file's 'layout' "
                       "metadata, else the last axis is the head dim)");
-  command->add_option("--outliers", options->outliers, "How many outlier key channels to list per layer")
-      ->default_val(4)
-      ->check(CLI::Range(0, 4096));
+  decimal(command->add_option("--outliers", options->outliers, "How many outlier key channels to list per layer"), 0,
+          4096)
+      ->default_val(4);
   command->callback([options, &exit_code] { exit_code = run_inspect(*options); });
 }
 

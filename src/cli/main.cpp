@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/kernel_set.h"
 #include "core/log.h"
+#include "core/stop_signals.h"
 #include "tqlab_version.h"
 
 int main(int argc, char** argv) {
@@ -34,6 +35,9 @@ int main(int argc, char** argv) {
     if (verbose) tqlab::log::set_level(tqlab::log::Level::debug);
     // Decided here, once, so that a bad TQLAB_KERNELS fails every command up front.
     tqlab::log::debug("kernels: {}", tqlab::kernel_set_instructions(tqlab::active_kernel_set()));
+    // Every command stops alike on SIGINT/SIGTERM: its unfinished output removed, one line, 130/143
+    // (core/stop_signals.h); a sweep's job takes over with its own StopSignals while it runs.
+    tqlab::exit_on_stop_signals(tqlab::cli::command_path(app));
   });
 
   int exit_code = tqlab::kExitOk;
@@ -53,6 +57,7 @@ int main(int argc, char** argv) {
   tqlab::cli::setup_allocate(app, exit_code);
 
   try {
+    tqlab::cli::apply_shared_rules(app);
     app.parse(argc, argv);
   } catch (const CLI::Success& success) {  // --help, --version
     return app.exit(success);

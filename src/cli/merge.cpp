@@ -40,10 +40,9 @@ int merge_profile(const MergeCommandOptions& options) {
 }
 
 int run_merge(const MergeCommandOptions& options) {
-  for (const std::string& shard : options.shards) {
-    if (same_file(shard, options.out))
-      fail("merge: the output '{}' is the shard '{}'; choose another output", options.out, shard);
-  }
+  std::vector<CommandInput> inputs;
+  for (const std::string& shard : options.shards) inputs.push_back({shard, "a shard"});
+  guard_output("merge", "-o", options.out, inputs);
   if (is_profile_shard_file(options.shards.front())) return merge_profile(options);
   MergedSweep merged = merge_shards(options.shards, options.out);
   for (const std::string& warning : merged.warnings) log::warn("merge: {}", warning);
@@ -71,9 +70,10 @@ void setup_merge(CLI::App& app, int& exit_code) {
       ->add_option("shards", options->shards,
                    "tqlab.shard/1 (sweep --shard) or tqlab.profile-shard/1 (allocate --shard) documents")
       ->required();
-  command->add_option("-o,--out", options->out, "Results file (tqlab.sweep/1), or profile (tqlab.profile/1)")
+  add_output_option(*command, options->out, "Results file (tqlab.sweep/1), or profile (tqlab.profile/1)",
+                    "-o,--out")
       ->required();
-  command->add_flag("--quiet", options->quiet, "No informational messages");
+  add_quiet_flag(*command, options->quiet);
   command->callback([options, &exit_code] { exit_code = run_merge(*options); });
 }
 

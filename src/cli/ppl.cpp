@@ -4,7 +4,6 @@
 // llama.cpp's perplexity prints them. It is a sweep of one run with a model block
 // and no offline metrics (src/sweep/sweep_model.h), so its document is the
 // tqlab.sweep/1 document such a sweep writes.
-#include <filesystem>
 #include <map>
 
 #include <CLI/CLI.hpp>
@@ -18,7 +17,6 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "model/token_file.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_results.h"
 
@@ -26,12 +24,8 @@ namespace tqlab::cli {
 namespace {
 
 struct PplCommandOptions {
-  std::string model;
-  TokenSourceFlags source;
-  int ctx = 512;
-  int chunks = 0;
+  ModelFlags model;
   std::string score = "second-half";
-  bool bos = false;
   std::string k, v;
   int window = 0;
   std::string window_mode = "recent";
@@ -84,21 +78,22 @@ void print_run(const RunResult& result, const std::vector<std::uint64_t>& seeds)
 
 // The sweep ppl is: one run, a model block, no offline metric family.
 SweepConfig ppl_config(const PplCommandOptions& options) {
-  check_token_source_flags(options.source, "ppl");
+  check_token_source_flags(options.model.source, "ppl");
   if (options.window < 0) fail("ppl: --window {} is negative", options.window);
   if (options.sink < 0) fail("ppl: --sink {} is negative", options.sink);
   SweepConfig config;
   config.name = "ppl";
   SweepModelConfig& model = config.model.emplace();
-  model.path = model.resolved_path = options.model;
-  model.tokens = model.resolved_tokens = options.source.tokens;
-  model.text = model.resolved_text = options.source.text;
-  model.tokenizer = model.resolved_tokenizer = options.source.tokenizer;
-  model.add_special = options.source.add_special_choice();
-  model.ctx = options.ctx;
-  model.chunks = options.chunks;
+  const ModelFlags& flags = options.model;
+  model.path = model.resolved_path = flags.model;
+  model.tokens = model.resolved_tokens = flags.source.tokens;
+  model.text = model.resolved_text = flags.source.text;
+  model.tokenizer = model.resolved_tokenizer = flags.source.tokenizer;
+  model.add_special = flags.source.add_special_choice();
+  model.ctx = flags.ctx;
+  model.chunks = flags.chunks;
   model.score = *parse_scoring(options.score);  // --score accepts only kScoringNames
-  model.bos = options.bos;
+  model.bos = flags.bos;
   model.from_flags = true;
   // Without --k/--v the cache is fp32: the exact cache through the same hook (KLD 0, a check of the path).
   SweepRunConfig& run = config.runs.emplace_back();
@@ -115,18 +110,11 @@ SweepConfig ppl_config(const PplCommandOptions& options) {
 }
 
 int run_ppl_command(const PplCommandOptions& options) {
-  if (options.threads < 0) fail("ppl: --threads {} is negative; give a count, or 0 for every core", options.threads);
   const SweepConfig config = ppl_config(options);
   std::optional<AtomicFileWriter> writer;
   if (!options.output.empty()) {
-    const std::filesystem::path folder = std::filesystem::path(options.output).parent_path();
-    if (!folder.empty() && !std::filesystem::is_directory(folder)) {
-      fail("ppl: the output folder '{}' does not exist (-o '{}')", folder.string(), options.output);
-    }
-    const std::string input =
-        options.source.text.empty() ? split_token_spec(options.source.tokens).path : options.source.text;
-    if (same_file(options.output, input)) fail("ppl: the output '{}' is the token file", options.output);
-    writer.emplace(options.output);  // proves the folder writable before any compute
+    guard_output("ppl", "-o", options.output, options.model.inputs());
+    writer.emplace(options.output);
   }
 
   const SweepPlan plan = plan_sweep(config, PlanOptions{options.threads});
@@ -143,7 +131,7 @@ int run_ppl_command(const PplCommandOptions& options) {
   const ModelConfig& model_config = model.checkpoint->config();
   const EndToEndBase& base = *results.end_to_end;
   fmt::print("model '{}' ({}, {} layers, {}), {} chunks of {} tokens, {} scoring{}: {} predictions scored\n",
-             options.model, model_config.architecture, model_config.layers, model.checkpoint->weight_dtype(),
+             options.model.model, model_config.architecture, model_config.layers, model.checkpoint->weight_dtype(),
              model.chunks, model.options.ctx, scoring_name(model.options.scoring),
              model.options.bos ? ", BOS first" : "", base.scored_tokens);
   fmt::print("base (exact cache):\n  PPL = {}\n",
@@ -167,28 +155,24 @@ void setup_ppl(CLI::App& app, int& exit_code) {
                                  "A Hugging Face Llama-family model on the CPU against its exact cache; llama.cpp's "
                                  "statistics.",
                                  "tqlab-ppl"));
-  command->add_option("--model", options->model, "Hugging Face checkpoint folder (config.json, model.safetensors)")
-      ->required();
-  add_token_source_flags(*command, options->source);
-  command->add_option("--ctx", options->ctx, "Tokens per chunk")->capture_default_str();
-  command->add_option("--chunks", options->chunks, "Chunks to run (0: every whole chunk of the tokens)")
-      ->capture_default_str();
+  add_model_flags(*command, options->model);
   command->add_option("--score", options->score, "Predictions scored per chunk")
       ->check(CLI::IsMember(kScoringNames.names()))
       ->capture_default_str();
-  command->add_flag("--bos", options->bos, "Replace each chunk's first token by the config's bos_token_id");
   command->add_option("--k", options->k, "Quantizer spec for the cached keys (default: fp32, exact)");
   command->add_option("--v", options->v, "Quantizer spec for the cached values (default: fp32, exact)");
-  command->add_option("--window", options->window, "Recent tokens kept exact")->capture_default_str();
+  decimal(command->add_option("--window", options->window, "Recent tokens kept exact"), kMinIntOption, kMaxIntOption)
+      ->capture_default_str();
   command->add_option("--window-mode", options->window_mode, "Which tokens the window keeps")
       ->check(CLI::IsMember(kWindowModeNames.names()))
       ->capture_default_str();
-  command->add_option("--sink", options->sink, "First tokens of each chunk kept exact")->capture_default_str();
-  command->add_option("--seeds", options->seeds, "Rotation seeds, e.g. 0,1,2")->capture_default_str();
-  command->add_option("--threads", options->threads, "Worker threads (0: every core this process may use)")
+  decimal(command->add_option("--sink", options->sink, "First tokens of each chunk kept exact"), kMinIntOption,
+          kMaxIntOption)
       ->capture_default_str();
-  command->add_option("-o,--output", options->output, "Results document (tqlab.sweep/1 JSON)");
-  command->add_flag("--quiet", options->quiet, "No progress line and no informational messages");
+  add_seeds_options(*command, options->seeds, "default: 0");
+  add_threads_option(*command, options->threads);
+  add_output_option(*command, options->output, "Results document (tqlab.sweep/1 JSON)");
+  add_quiet_flag(*command, options->quiet);
   command->callback([options, &exit_code] { exit_code = run_ppl_command(*options); });
 }
 

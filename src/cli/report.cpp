@@ -30,6 +30,7 @@ int run_report(const ReportCommandOptions& command) {
   for (const std::string& metric : options.metrics) {
     if (metric.empty()) fail("report: --metrics holds an empty name; e.g. --metrics bits_kv,attn_kl");
   }
+  if (command.out != "-") guard_output("report", "-o", command.out, {{command.results, "the results file"}});
   const SweepResultsFile results = read_sweep_results(command.results);
   write_text_file(command.out, report_text(results, options));
   if (command.out != "-") log::info("wrote {}", command.out);
@@ -51,7 +52,8 @@ void setup_report(CLI::App& app, int& exit_code) {
                    "compression, k_rel_mse, attn_kl, attn_top1, needle_top1 at the middle margin, e2e_ppl_delta_pct, "
                    "e2e_kld, e2e_top1: those the file has)")
       ->delimiter(',');
-  command->add_option("-o,--out", options->out, "Write the table to this file ('-': stdout)")->capture_default_str();
+  add_output_option(*command, options->out, "Write the table to this file ('-': stdout)", "-o,--out")
+      ->capture_default_str();
   command->callback([options, &exit_code] { exit_code = run_report(*options); });
 }
 

@@ -49,13 +49,7 @@ void print_table(const RoundtripReport& report) {
 int run_roundtrip_command(RoundtripCommandOptions& options) {
   options.roundtrip.layers = parse_layer_list(options.layers);
   options.roundtrip.durability = options.fsync ? Durability::on_disk : Durability::page_cache;
-  if (options.roundtrip.threads < 0) {
-    fail("roundtrip: --threads {} is negative; give a count, or 0 for every core", options.roundtrip.threads);
-  }
-  if (same_file(options.output, options.input)) {
-    fail("roundtrip: the output '{}' is the input '{}'; choose another output (it would replace the original tensors)",
-         options.output, options.input);
-  }
+  guard_output("roundtrip", "-o", options.output, {{options.input, "the input"}});
   ProgressLine progress("roundtrip", !options.quiet);
   options.roundtrip.on_progress = [&](std::size_t done, std::size_t total, int layer) {
     progress.update(done, total, fmt::format("layer {}", layer));
@@ -85,9 +79,9 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
   command->add_option("--v", roundtrip.value_spec, "Quantizer spec for the values, e.g. tq:b=3")->required();
   command->add_option("--q", roundtrip.query_spec,
                       "Quantizer spec for the queries (default: queries are copied unchanged)");
-  command->add_option("-o,--output", options->output,
-                      "Output file, format by extension: .safetensors (keeps the metadata and records the "
-                      "specs and seed) or .npz; not .npy, which holds one tensor (a dump has several)")
+  add_output_option(*command, options->output,
+                    "Output file, format by extension: .safetensors (keeps the metadata and records the "
+                    "specs and seed) or .npz; not .npy, which holds one tensor (a dump has several)")
       ->required();
   command->add_option("--keys", roundtrip.keys, "Name template of the key tensors")->capture_default_str();
   command->add_option("--values", roundtrip.values, "Name template of the value tensors")->capture_default_str();
@@ -99,10 +93,8 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
   command->add_option("--layers", options->layers, "Layers to quantize: all, or e.g. 0,2,5-7 (others are copied)")
       ->capture_default_str();
   add_seed_option(*command, roundtrip.seed, "Seed of every rotation and projection");
-  command->add_option("--threads", roundtrip.threads,
-                      "Worker threads (0: every core this process may use); the output is the same for any count")
-      ->capture_default_str();
-  command->add_flag("--quiet", options->quiet, "No progress line and no informational messages");
+  add_threads_option(*command, roundtrip.threads);
+  add_quiet_flag(*command, options->quiet);
   command->add_flag("--fsync", options->fsync,
                     "Make the output durable (fsync) before it gets its name. Without it the output is renamed\n"
                     "into place complete, as cp leaves a copy: no process ever sees a partial file, but a power\n"

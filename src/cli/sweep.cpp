@@ -86,21 +86,13 @@ SweepConfig configured_sweep(const SweepCommandOptions& options, const SweepConf
   if (!options.out.empty()) config.out = options.out;
   if (!options.layers.empty()) config.data.kv.layers = parse_layer_list(options.layers);
   if (!options.seeds.empty()) config.seeds = parse_seed_list(options.seeds, "sweep");
-  if (options.threads < 0) fail("sweep: --threads {} is negative; give a count, or 0 for every core", options.threads);
   if (config.out.empty()) {
     fail("sweep: no output file: set \"out\" in '{}' or pass --out FILE", options.config);
   }
-  if (!config.data.resolved_path.empty() && same_file(config.out, config.data.resolved_path)) {
-    fail("sweep: the output '{}' is the input data '{}'; choose another output", config.out, config.data.resolved_path);
-  }
-  if (same_file(config.out, options.config)) {
-    fail("sweep: the output '{}' is the {}; choose another output", config.out,
-         source.from_results ? "results file being re-run" : "config itself");
-  }
-  const std::filesystem::path folder = std::filesystem::path(config.out).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder)) {
-    fail("sweep: the output folder '{}' does not exist (output '{}')", folder.string(), config.out);
-  }
+  std::vector<CommandInput> inputs = config_inputs(config);
+  inputs.push_back({options.config, source.from_results ? "the results file being re-run" : "the config"});
+  guard_output("sweep", options.out.empty() ? fmt::format("\"out\" of '{}'", options.config) : "--out", config.out,
+               inputs);
   return config;
 }
 
@@ -204,16 +196,14 @@ void setup_sweep(CLI::App& app, int& exit_code) {
   command->add_option("--config", options->config, "Sweep config (JSON)")->required();
   command->add_option("--out", options->out, "Results file (overrides the config's \"out\")");
   command->add_option("--data", options->data, "Tensor file to sweep (overrides data.path)");
-  command->add_option("--threads", options->threads, "Worker threads (0: every core this process may use)")
-      ->capture_default_str();
-  command->add_option("--seeds", options->seeds, "Seeds, e.g. 0,1,2 (overrides the config's seeds)");
-  command->add_option("--seed", options->seeds, "One seed (overrides the config's seeds)");
+  add_threads_option(*command, options->threads);
+  add_seeds_options(*command, options->seeds, "default: the config's seeds");
   command->add_option("--layers", options->layers, "Layers: all, or e.g. 0,2,5-7 (overrides data.layers)");
   command->add_option("--shard", options->shard,
                       "Compute shard K of N (K from 1, as split -n K/N) and write a tqlab.shard/1 document");
   command->add_flag("--resume", options->resume,
                     "Go on from the journal of an interrupted run (OUT.journal); keep a finished output");
-  command->add_flag("--quiet", options->quiet, "No progress line and no informational messages");
+  add_quiet_flag(*command, options->quiet);
   command->callback([options, &exit_code] { exit_code = run_sweep_command(*options); });
 }
 

@@ -30,6 +30,7 @@ int run_synth(SynthCommandOptions& options) {
       fail("synth: --format {} but the output '{}' does not end in {}", options.format, path, extension);
     }
   }
+  guard_output("synth", "-o", path, {});
   write_synthetic_kv(path, options.kv);
   const SyntheticKvOptions& kv = options.kv;
   log::info("wrote {}: {} layers x (q {} heads, k/v {} heads) x {} seqs x {} tokens x dim {}, {}, seed {}", path,
@@ -46,14 +47,17 @@ void setup_synth(CLI::App& app, int& exit_code) {
                    "Write KV-like synthetic tensors for tests and demos",
                    "Outlier key channels in RoPE pairs, key norms far above value norms, peaked attention; seeded.",
                    "tqlab-synth"));
-  command->add_option("-o,--output", options->output, "Output file (.safetensors or .npz)")->required();
-  command->add_option("--layers", options->kv.layers, "Layers")->capture_default_str();
-  command->add_option("--kv-heads", options->kv.kv_heads, "Key/value heads")->capture_default_str();
-  command->add_option("--q-heads", options->kv.q_heads, "Query heads (a multiple of --kv-heads)")
-      ->capture_default_str();
-  command->add_option("--tokens", options->kv.tokens, "Tokens per sequence")->capture_default_str();
-  command->add_option("--seqs", options->kv.seqs, "Independent sequences")->capture_default_str();
-  command->add_option("--dim", options->kv.dim, "Head dim (even)")->capture_default_str();
+  add_output_option(*command, options->output, "Output file (.safetensors or .npz)")->required();
+  // Each count's range is the synthesizer's to check (kv/synthetic_kv.h), with its own message.
+  const auto count = [&](const char* name, int& value, const char* description) {
+    decimal(command->add_option(name, value, description), kMinIntOption, kMaxIntOption)->capture_default_str();
+  };
+  count("--layers", options->kv.layers, "Layers");
+  count("--kv-heads", options->kv.kv_heads, "Key/value heads");
+  count("--q-heads", options->kv.q_heads, "Query heads (a multiple of --kv-heads)");
+  count("--tokens", options->kv.tokens, "Tokens per sequence");
+  count("--seqs", options->kv.seqs, "Independent sequences");
+  count("--dim", options->kv.dim, "Head dim (even)");
   command->add_option("--dtype", options->dtype, "Stored type: f16, bf16, f32, f64")->capture_default_str();
   command->add_option("--format", options->format, "safetensors or npz (default: from the output's extension)")
       ->check(CLI::IsMember({"safetensors", "npz"}));

@@ -217,10 +217,9 @@ int run_tokenize(const TokenizeOptions& options) {
   if (options.text.empty() == options.decode.empty()) {
     fail("tqlab tokenize: give exactly one of --text FILE (encode) and --decode IDS (decode)");
   }
-  for (const std::string* input : {&options.text, &options.decode}) {
-    if (!input->empty() && !options.output.empty() && same_file(*input, options.output)) {
-      fail("tqlab tokenize: -o '{}' is the input file; refusing to write over it", options.output);
-    }
+  if (!options.output.empty() && options.output != "-") {
+    guard_output("tqlab tokenize", "-o", options.output,
+                 {{options.text, "the text"}, {options.decode, "the ids file"}, {options.tokenizer, "the tokenizer"}});
   }
   if (!options.decode.empty() && options.json) fail("tqlab tokenize: --json is for encoding (--text), not --decode");
   if (!options.text.empty() && !options.output.empty() && !is_tensor_file_name(options.output)) {
@@ -246,9 +245,9 @@ void setup_tokenize(CLI::App& app, int& exit_code) {
   command->add_option("--decode", options->decode,
                       "Ids to decode: .npy/.npz/.safetensors with one integer tensor, else decimal ids "
                       "separated by white space");
-  command->add_option("-o,--output", options->output,
-                      "Encode: write the ids as int32 (.npy, .npz or .safetensors). Decode: write the text "
-                      "(default stdout)");
+  add_output_option(*command, options->output,
+                    "Encode: write the ids as int32 (.npy, .npz or .safetensors). Decode: write the text "
+                    "(default stdout)");
   command->add_flag("--json", options->json,
                     "Print a tqlab.tokenize/1 document (with the ids unless -o) instead of the ids");
   // Two flags rather than CLI11's "--x,!--no-x", whose help line reads "--no-x{false}".
@@ -260,7 +259,7 @@ void setup_tokenize(CLI::App& app, int& exit_code) {
                           "encode: Llama 2 <s> first; Qwen3 none)")
       ->excludes(no_add_special);
   command->add_flag("--skip-special", options->skip_special, "Decode: leave special tokens out");
-  command->add_flag("-q,--quiet", options->quiet, "No progress line");
+  add_quiet_flag(*command, options->quiet);
   command->callback([options, &exit_code] { exit_code = run_tokenize(*options); });
 }
 

@@ -154,7 +154,10 @@ int run_verify_bounds(VerifyBoundsCommandOptions& command) {
   const bool json_to_stdout = command.json_path == "-";
   // Opened before the run, so that an unwritable path fails at once, not after it.
   std::unique_ptr<AtomicFileWriter> json_file;
-  if (!command.json_path.empty() && !json_to_stdout) json_file = std::make_unique<AtomicFileWriter>(command.json_path);
+  if (!command.json_path.empty() && !json_to_stdout) {
+    guard_output("verify-bounds", "--json", command.json_path, {});
+    json_file = std::make_unique<AtomicFileWriter>(command.json_path);
+  }
 
   const BoundsReport report = verify_bounds(options);
   if (json_to_stdout) {
@@ -185,24 +188,29 @@ void setup_verify_bounds(CLI::App& app, int& exit_code) {
           "Check TurboQuant's theorems: theory vs Monte Carlo vs the bounds",
           "Per (dim, bits), with the paper's constants and a published reproduction; exit 1 when a check fails.",
           "tqlab-verify-bounds"));
-  command->add_option("--dims", bounds.dims, "Dimensions d, 2..4096 (comma list)")
+  // Each count's range is validate_verify_bounds_options's to check, with its own message.
+  const auto count = [&](CLI::Option* option) { return decimal(option, kMinIntOption, kMaxIntOption); };
+  const auto samples = [&](CLI::Option* option) { return decimal(option, INT64_MIN, INT64_MAX); };
+  count(command->add_option("--dims", bounds.dims, "Dimensions d, 2..4096 (comma list)"))
       ->delimiter(',')
       ->default_str("64,128,256");
-  command->add_option("--bits", bounds.bits, "Bit widths b, 1..8 (comma list)")->delimiter(',')->default_str("1,2,3,4");
-  command->add_option("--samples", bounds.samples, "Monte Carlo unit vectors per row for D_mse (direct path)")
+  count(command->add_option("--bits", bounds.bits, "Bit widths b, 1..8 (comma list)"))
+      ->delimiter(',')
+      ->default_str("1,2,3,4");
+  samples(command->add_option("--samples", bounds.samples, "Monte Carlo unit vectors per row for D_mse (direct path)"))
       ->capture_default_str();
-  options->inner_product_samples =
+  options->inner_product_samples = samples(
       command->add_option("--ip-samples", bounds.inner_product_samples,
-                          "Pairs (x, y) per row and <y,x> for the inner-product estimators (default: --samples)");
-  options->rotation_samples = command->add_option(
+                          "Pairs (x, y) per row and <y,x> for the inner-product estimators (default: --samples)"));
+  options->rotation_samples = samples(command->add_option(
       "--rotation-samples", bounds.rotation_samples,
-      "Vectors per row and rotation through the real tq quantizer (default: --samples / 10; 0 skips)");
+      "Vectors per row and rotation through the real tq quantizer (default: --samples / 10; 0 skips)"));
   add_seed_option(*command, bounds.seed, "Random seed");
   command->add_option("--tolerance-z", bounds.tolerance_z,
                       "A Monte Carlo check passes when |z| <= this. A default run makes 216 such comparisons, "
                       "so a 95% interval (|z| <= 2) would fail by chance on nearly every run")
       ->capture_default_str();
-  command->add_option("--histogram-bins", bounds.histogram_bins, "Bins per inner-product error histogram")
+  count(command->add_option("--histogram-bins", bounds.histogram_bins, "Bins per inner-product error histogram"))
       ->capture_default_str();
   command->add_option("--json", options->json_path,
                       "Also write everything as JSON (schema tqlab.bounds/2) to this file; '-' prints the JSON "

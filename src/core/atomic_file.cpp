@@ -27,6 +27,7 @@ AtomicFileWriter::AtomicFileWriter(std::string path, Durability durability)
   temp_path_ = path_ + ".tmp-XXXXXX";
   const int fd = ::mkstemp(temp_path_.data());
   if (fd < 0) fail("cannot create '{}': {}", path_, std::strerror(errno));
+  removed_on_stop_.emplace(temp_path_);
   file_ = ::fdopen(fd, "wb");
   if (file_ == nullptr) {
     ::close(fd);
@@ -93,6 +94,7 @@ void AtomicFileWriter::commit() {
     ::unlink(temp_path_.c_str());
     fail("cannot write '{}': {}", path_, std::strerror(rename_errno));
   }
+  removed_on_stop_.reset();
 }
 
 void write_text_file(const std::string& path, std::string_view text) {

@@ -1,7 +1,8 @@
 // Writes a file so that readers never see it half-written: the bytes go to
 // a temporary file beside the target, which is renamed over the target only
 // when commit() succeeds. A writer destroyed without commit() removes the
-// temporary file (an exception on the way leaves the old target untouched).
+// temporary file (an exception on the way leaves the old target untouched), and so
+// does a stop signal (core/stop_signals.h: exit_on_stop_signals).
 //
 // Durability is the caller's choice. Results and reports are small: they
 // are fsynced before the rename, so a file under its name survives a power
@@ -13,9 +14,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+
+#include "core/stop_signals.h"
 
 namespace tqlab {
 
@@ -58,6 +62,7 @@ class AtomicFileWriter {
   std::string temp_path_;
   std::FILE* file_ = nullptr;
   std::size_t position_ = 0;
+  std::optional<RemovedOnStop> removed_on_stop_;  ///< the temporary file, until commit()
 };
 
 /// Writes `text` to `path` atomically, or to stdout when path is "-".

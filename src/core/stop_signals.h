@@ -10,7 +10,15 @@
 // script's background job) stays ignored. SIGXFSZ is ignored as well, so that a write beyond the file size
 // limit (ulimit -f) fails with an error naming the file (EFBIG) instead of
 // ending the process without a word.
+//
+// Outside a StopSignals (every command but a sweep's job), exit_on_stop_signals is the policy: the
+// first SIGINT or SIGTERM removes the temporary files of unfinished writes (RemovedOnStop, which
+// every AtomicFileWriter holds), prints one line and ends the process with the same 130 / 143. No
+// half-written file survives it; the output under its name is either the old one or absent.
 #pragma once
+
+#include <atomic>
+#include <string>
 
 namespace tqlab {
 
@@ -26,6 +34,25 @@ class StopSignals {
   /// The first SIGINT or SIGTERM received while an instance lived, or 0. Safe from any thread.
   static int received();
 };
+
+/// Installs the policy above for the whole process; `command` ("tqlab ppl") opens its line:
+/// "error: tqlab ppl stopped by SIGTERM; its unfinished output was removed". Signals ignored when
+/// the process started stay ignored. A StopSignals made later takes over while it lives.
+void exit_on_stop_signals(const std::string& command);
+
+/// While it lives, `path` is removed should a stop signal end the process under
+/// exit_on_stop_signals (at most kRemovedOnStopSlots such files at once; more are not removed).
+class RemovedOnStop {
+ public:
+  explicit RemovedOnStop(const std::string& path);
+  ~RemovedOnStop();
+  RemovedOnStop(const RemovedOnStop&) = delete;
+  RemovedOnStop& operator=(const RemovedOnStop&) = delete;
+
+ private:
+  std::atomic<char*>* slot_ = nullptr;
+};
+inline constexpr int kRemovedOnStopSlots = 64;
 
 /// 128 + signal: 130 for SIGINT, 143 for SIGTERM.
 int signal_exit_code(int signal);

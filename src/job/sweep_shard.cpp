@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 
 #include <fmt/format.h>
 
+#include "core/decimal.h"
 #include "core/error.h"
 #include "core/index.h"
 #include "metrics/attention_geometry.h"
@@ -14,8 +16,9 @@ namespace tqlab {
 namespace {
 
 bool parse_count(std::string_view text, int& out) {
-  const auto [stop, error] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return !text.empty() && error == std::errc() && stop == text.data() + text.size();
+  const std::optional<std::int64_t> value = decimal_integer(text, INT_MIN, INT_MAX);
+  if (value) out = static_cast<int>(*value);
+  return value.has_value();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <fmt/ranges.h>
 
+#include "core/decimal.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/text.h"
@@ -117,16 +118,14 @@ std::string layer_tensor_name(const std::string& name_template, int layer) {
 std::optional<std::vector<int>> parse_layer_list(const std::string& text) {
   if (text == "all") return std::nullopt;
   const auto number = [&](std::string_view digits) {
-    int value = 0;
-    const auto [stop, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     // The bound keeps a typo like "0-99999999" from allocating a huge list.
-    if (digits.empty() || error != std::errc() || stop != digits.data() + digits.size() || value < 0 ||
-        value > kMaxLayerNumber) {
+    const std::optional<std::int64_t> value = decimal_integer(digits, 0, kMaxLayerNumber);
+    if (!value) {
       fail("layer list '{}': '{}' is not a layer number (0..{}); expected \"all\" or numbers and ranges, "
            "e.g. \"0,2,5-7\"",
            text, digits, kMaxLayerNumber);
     }
-    return value;
+    return static_cast<int>(*value);
   };
   std::vector<int> layers;
   std::string_view rest = text;

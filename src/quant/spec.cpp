@@ -5,6 +5,7 @@
 
 #include <fmt/ranges.h>
 
+#include "core/decimal.h"
 #include "core/error.h"
 #include "core/text.h"
 
@@ -64,15 +65,12 @@ const SpecOption* SpecOptionReader::take(std::string_view key, bool want_flag) {
 std::optional<int> SpecOptionReader::integer(std::string_view key, int lo, int hi) {
   const SpecOption* option = take(key, false);
   if (option == nullptr) return std::nullopt;
-  int value = 0;
-  const char* begin = option->value.data();
-  const char* end = begin + option->value.size();
-  const auto [stop, error] = std::from_chars(begin, end, value);
-  if (error != std::errc() || stop != end || value < lo || value > hi) {
+  const std::optional<std::int64_t> value = decimal_integer(option->value, lo, hi);
+  if (!value) {
     fail("quantizer spec '{}': {}={} is not allowed, expected an integer in {}..{}", spec_.text, key,
          printable(option->value), lo, hi);
   }
-  return value;
+  return static_cast<int>(*value);
 }
 
 std::optional<std::string> SpecOptionReader::choice(std::string_view key, const std::vector<std::string>& allowed) {

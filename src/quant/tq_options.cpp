@@ -1,9 +1,11 @@
 #include "quant/tq_options.h"
 
 #include <charconv>
+#include <climits>
 
 #include <fmt/format.h>
 
+#include "core/decimal.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -18,21 +20,17 @@ constexpr int kMaxQjlProjections = 65536;
 // "K@B2" -> (K, B2).
 std::pair<int, int> parse_outliers(const std::string& spec, const std::string& value) {
   const std::size_t at = value.find('@');
-  int count = 0, bits = 0;
-  bool ok = at != std::string::npos;
-  if (ok) {
-    const char* begin = value.data();
-    const auto first = std::from_chars(begin, begin + at, count);
-    const auto second = std::from_chars(begin + at + 1, begin + value.size(), bits);
-    ok = first.ec == std::errc() && first.ptr == begin + at && second.ec == std::errc() &&
-         second.ptr == begin + value.size() && count >= 1 && bits >= 1 && bits <= 8;
+  std::optional<std::int64_t> count, bits;
+  if (at != std::string::npos) {
+    count = decimal_integer(std::string_view(value).substr(0, at), 1, INT_MAX);
+    bits = decimal_integer(std::string_view(value).substr(at + 1), 1, 8);
   }
-  if (!ok) {
+  if (!count || !bits) {
     fail("quantizer spec '{}': outliers={} is not allowed, expected K@B (K >= 1 outlier channels quantized "
          "with B = 1..8 bits), e.g. outliers=32@3",
          spec, printable(value));
   }
-  return {count, bits};
+  return {static_cast<int>(*count), static_cast<int>(*bits)};
 }
 
 }  // namespace

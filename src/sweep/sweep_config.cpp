@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "core/decimal.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "io/json_reader.h"
@@ -42,13 +43,9 @@ std::string read_spec(const JsonReader& reader) {
 }
 
 int read_map_number(const JsonReader& owner, const std::string& key, const char* what) {
-  int number = 0;
-  const auto [stop, error] = std::from_chars(key.data(), key.data() + key.size(), number);
-  if (key.empty() || error != std::errc() || stop != key.data() + key.size() || number < 0 ||
-      number > kMaxLayerOrHead) {
-    owner.fail("key '{}' is not a {} number (expected e.g. \"0\")", key, what);
-  }
-  return number;
+  const std::optional<std::int64_t> number = decimal_integer(key, 0, kMaxLayerOrHead);
+  if (!number) owner.fail("key '{}' is not a {} number (expected e.g. \"0\")", key, what);
+  return static_cast<int>(*number);
 }
 
 // "tq:b=3", or {"default": "tq:b=3", "layers": {"0": "tq:b=5" | {"default": ..., "heads": {"1": ...}}}}.

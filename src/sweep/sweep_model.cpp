@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/stop_signals.h"
 #include "metrics/next_token_metrics.h"
 #include "core/sha256.h"
 #include "io/tensor_file.h"
@@ -28,6 +29,7 @@ class TemporaryPath {
     }
     ::close(fd);
     path_ = pattern;
+    removed_on_stop_.emplace(path_);  // gigabytes for a real model: gone on SIGINT/SIGTERM too
   }
   ~TemporaryPath() { std::filesystem::remove(path_); }
   TemporaryPath(const TemporaryPath&) = delete;
@@ -36,6 +38,7 @@ class TemporaryPath {
 
  private:
   std::string path_;
+  std::optional<RemovedOnStop> removed_on_stop_;
 };
 
 }  // namespace

@@ -121,12 +121,12 @@ expect_refused "a bad window mode" "--window-mode" -- "$TQLAB" ppl --model "$tin
 expect_refused "bad seeds" "ppl: --seeds '0,x': 'x' is not a seed" -- "$TQLAB" ppl --model "$tiny" --tokens "$windows" --seeds 0,x
 expect_refused "repeated seeds" "seed 1 is listed twice" -- "$TQLAB" ppl --model "$tiny" --tokens "$windows" --seeds 1,1
 expect_refused "a chunk of one token" "--ctx 1: a chunk needs at least 2 tokens" -- "$TQLAB" ppl --model "$tiny" --tokens "$windows" --ctx 1
-expect_refused "negative threads" "--threads -1 is negative" -- "$TQLAB" ppl --model "$tiny" --tokens "$windows" --threads -1
+expect_refused "negative threads" "--threads: -1 is out of range (expected 0..65536)" -- "$TQLAB" ppl --model "$tiny" --tokens "$windows" --threads -1
 expect_refused "negative window" "--window -4 is negative" -- "$TQLAB" ppl --model "$tiny" --tokens "$windows" --window -4
 edit no_bos llama_linear 'c = json.loads((d / "config.json").read_text()); c.pop("bos_token_id"); (d / "config.json").write_text(json.dumps(c))'
 expect_refused "--bos without a bos_token_id" "--bos: 'bad/no_bos/config.json' has no bos_token_id" -- \
   "$TQLAB" ppl --model bad/no_bos --tokens ok16.npy --ctx 64 --bos
-expect_refused "an output folder that does not exist" "the output folder 'no/such' does not exist" -- \
+expect_refused "an output folder that does not exist" "the folder 'no/such' does not exist" -- \
   "$TQLAB" ppl --model "$tiny" --tokens "$windows" -o no/such/out.json
 expect_refused "dump to another format" "a KV dump is written as .safetensors" -- \
   "$TQLAB" dump --model "$tiny" --tokens "$windows" -o kv.npz

@@ -109,7 +109,7 @@ expect_refused "float tensor to decode" "'floats.npy'" "expected integer token i
 expect_refused "neither --text nor --decode" "exactly one of --text" -- "$TQLAB" tokenize --tokenizer "$bytes_tokenizer"
 expect_refused "-o with a text extension" "must end in .npy" -- \
   "$TQLAB" tokenize --tokenizer "$bytes_tokenizer" --text hello.txt -o ids.txt
-expect_refused "-o over the input" "is the input file" -- \
+expect_refused "-o over the input" "is the ids file" -- \
   "$TQLAB" tokenize --tokenizer "$bytes_tokenizer" --decode ids.txt -o ids.txt
 [ -e ids.txt ] || fail "the refused -o removed the input"
 ls ./*.tmp-* >/dev/null 2>&1 && fail "a temporary file was left behind: $(ls ./*.tmp-*)"

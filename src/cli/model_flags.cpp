@@ -1,5 +1,5 @@
-// --tokens FILE | --text FILE [--tokenizer T] [--add-special | --no-add-special]:
-// where tqlab ppl's and tqlab dump's token ids come from (see commands.h).
+// --model DIR, --tokens FILE | --text FILE [--tokenizer T] [--add-special | --no-add-special],
+// --ctx, --chunks, --bos: the model options tqlab ppl and tqlab dump share (see commands.h).
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
@@ -30,6 +30,22 @@ void check_token_source_flags(const TokenSourceFlags& flags, const char* command
   if ((flags.add_special || flags.no_add_special) && flags.text.empty()) {
     fail("{}: --add-special and --no-add-special are for --text", command);
   }
+}
+
+void add_model_flags(CLI::App& command, ModelFlags& flags) {
+  command.add_option("--model", flags.model, "Hugging Face checkpoint folder (config.json, model.safetensors)")
+      ->required();
+  add_token_source_flags(command, flags.source);
+  decimal(command.add_option("--ctx", flags.ctx, "Tokens per chunk"), kMinIntOption, kMaxIntOption)
+      ->capture_default_str();
+  decimal(command.add_option("--chunks", flags.chunks, "Chunks to run (0: every whole chunk of the tokens)"),
+          kMinIntOption, kMaxIntOption)
+      ->capture_default_str();
+  command.add_flag("--bos", flags.bos, "Replace each chunk's first token by the config's bos_token_id");
+}
+
+std::vector<CommandInput> ModelFlags::inputs() const {
+  return model_inputs(model, source.text, source.tokens, source.tokenizer);
 }
 
 }  // namespace tqlab::cli
