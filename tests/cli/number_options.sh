@@ -1,6 +1,6 @@
 # The one integer reader (core/decimal.h, docs/RELIABILITY.md#integers) behind every integer option:
 # decimal whatever the text looks like (leading zeros are decimal, never octal: --ctx 0100 is 100,
-# --chunks 02 is 2, --threads 08 is 8, --seed 010 is seed 10 in every command), and a text that is no
+# --chunks 02 is 2, --threads 08 is 8, a seed written 010 is seed 10 in every command), and a text that is no
 # decimal integer, or one beyond the option's range (never clamped), is exit 2 naming the option.
 source "$(dirname "$0")/lib.sh" "$@"
 repo="$(cd "$(dirname "$0")/../.." && pwd)"

@@ -123,7 +123,7 @@ expect_error_line "study/none.json"
 expect_exit 2 "output folder missing" -- "$TQLAB" sweep --config study/config.json --out nowhere/r.json
 expect_error_line "nowhere"
 expect_exit 2 "output is the input" -- "$TQLAB" sweep --config study/config.json --out small.safetensors
-expect_error_line "small.safetensors" "input"
+expect_error_line "small.safetensors" "which the command reads"
 expect_exit 2 "negative seed" -- "$TQLAB" sweep --config study/config.json --seeds 1,-1
 expect_error_line "--seeds" "'-1'"
 expect_exit 2 "bad layers flag" -- "$TQLAB" sweep --config study/config.json --layers 0-x
