@@ -41,7 +41,7 @@ constexpr int kDim = 64;
 constexpr double kExactBound = 0.0;       // fp32 stores the floats themselves
 constexpr double kHalfFloatBound = 1e-4;  // fp16, bf16: 8-11 mantissa bits
 constexpr double kFp8Bound = 1e-2;
-constexpr double kBlockBound = 5e-2;      // q8_0, q4_0, q4_1
+constexpr double kBlockBound = 5e-2;      // q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl
 constexpr double kKiviBound = 0.6;
 constexpr double kTqBound = 0.6;
 // tq:b=1,qjl=prod is the pure 1-bit QJL sketch: unbiased for inner products,
@@ -56,6 +56,7 @@ double family_bound(const std::string& method, const std::string& spec) {
   static const std::map<std::string, double> bounds = {
       {"fp32", kExactBound}, {"fp16", kHalfFloatBound}, {"bf16", kHalfFloatBound}, {"fp8_e4m3", kFp8Bound},
       {"fp8_e5m2", kFp8Bound}, {"q8_0", kBlockBound},   {"q4_0", kBlockBound},     {"q4_1", kBlockBound},
+      {"q5_0", kBlockBound}, {"q5_1", kBlockBound},   {"iq4_nl", kBlockBound},
       {"kivi", kKiviBound},  {"tq", kTqBound}};
   const auto found = bounds.find(method);
   EXPECT_NE(found, bounds.end()) << "no error bound for method " << method << ": add one";

@@ -7,6 +7,9 @@
 #include <cstring>
 #include <string>
 
+#include "blocks/iq4_blocks.h"
+#include "blocks/k_quant_blocks.h"
+#include "blocks/legacy_blocks.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -37,6 +40,22 @@ void decode_16_bit(const void* x, float* y, std::int64_t n) {
   }
 }
 
+// Block types: each block copied to an aligned local first (a row view may start anywhere).
+template <typename Block, int kValues, void (*Dequantize)(const Block*, float*, std::int64_t)>
+void decode_blocks(const void* x, float* y, std::int64_t blocks) {
+  const auto* bytes = static_cast<const unsigned char*>(x);
+  for (std::int64_t i = 0; i < blocks; ++i) {
+    Block block;
+    std::memcpy(&block, bytes + i * sizeof(Block), sizeof(Block));
+    Dequantize(&block, y + i * kValues, kValues);
+  }
+}
+
+template <typename Block, void (*Dequantize)(const Block*, float*, std::int64_t)>
+constexpr RowDecoder legacy = decode_blocks<Block, kQuantBlockSize, Dequantize>;
+template <typename Block, void (*Dequantize)(const Block*, float*, std::int64_t)>
+constexpr RowDecoder super = decode_blocks<Block, kSuperBlockSize, Dequantize>;
+
 constexpr TypeEntry undefined{{nullptr, 0, 0, false}, nullptr};
 
 constexpr TypeEntry entry(const char* name, std::int64_t block_values, std::int64_t block_bytes,
@@ -51,26 +70,26 @@ const std::array<TypeEntry, kGgmlTypeCount> kTypes = [] {
   const auto set = [&](GgmlType type, TypeEntry value) { types[static_cast<std::uint32_t>(type)] = value; };
   set(GgmlType::F32, entry("f32", 1, 4, decode_f32));
   set(GgmlType::F16, entry("f16", 1, 2, decode_16_bit<half_to_float>));
-  set(GgmlType::Q4_0, entry("q4_0", 32, 18));
-  set(GgmlType::Q4_1, entry("q4_1", 32, 20));
-  set(GgmlType::Q5_0, entry("q5_0", 32, 22));
-  set(GgmlType::Q5_1, entry("q5_1", 32, 24));
-  set(GgmlType::Q8_0, entry("q8_0", 32, 34));
+  set(GgmlType::Q4_0, entry("q4_0", 32, 18, legacy<BlockQ4_0, dequantize_row_q4_0>));
+  set(GgmlType::Q4_1, entry("q4_1", 32, 20, legacy<BlockQ4_1, dequantize_row_q4_1>));
+  set(GgmlType::Q5_0, entry("q5_0", 32, 22, legacy<BlockQ5_0, dequantize_row_q5_0>));
+  set(GgmlType::Q5_1, entry("q5_1", 32, 24, legacy<BlockQ5_1, dequantize_row_q5_1>));
+  set(GgmlType::Q8_0, entry("q8_0", 32, 34, legacy<BlockQ8_0, dequantize_row_q8_0>));
   set(GgmlType::Q8_1, entry("q8_1", 32, 36));
-  set(GgmlType::Q2_K, entry("q2_K", 256, 84));
-  set(GgmlType::Q3_K, entry("q3_K", 256, 110));
-  set(GgmlType::Q4_K, entry("q4_K", 256, 144));
-  set(GgmlType::Q5_K, entry("q5_K", 256, 176));
-  set(GgmlType::Q6_K, entry("q6_K", 256, 210));
+  set(GgmlType::Q2_K, entry("q2_K", 256, 84, super<BlockQ2_K, dequantize_row_q2_K>));
+  set(GgmlType::Q3_K, entry("q3_K", 256, 110, super<BlockQ3_K, dequantize_row_q3_K>));
+  set(GgmlType::Q4_K, entry("q4_K", 256, 144, super<BlockQ4_K, dequantize_row_q4_K>));
+  set(GgmlType::Q5_K, entry("q5_K", 256, 176, super<BlockQ5_K, dequantize_row_q5_K>));
+  set(GgmlType::Q6_K, entry("q6_K", 256, 210, super<BlockQ6_K, dequantize_row_q6_K>));
   set(GgmlType::Q8_K, entry("q8_K", 256, 292));
   set(GgmlType::IQ2_XXS, entry("iq2_xxs", 256, 66));
   set(GgmlType::IQ2_XS, entry("iq2_xs", 256, 74));
   set(GgmlType::IQ3_XXS, entry("iq3_xxs", 256, 98));
   set(GgmlType::IQ1_S, entry("iq1_s", 256, 50));
-  set(GgmlType::IQ4_NL, entry("iq4_nl", 32, 18));
+  set(GgmlType::IQ4_NL, entry("iq4_nl", 32, 18, legacy<BlockIq4Nl, dequantize_row_iq4_nl>));
   set(GgmlType::IQ3_S, entry("iq3_s", 256, 110));
   set(GgmlType::IQ2_S, entry("iq2_s", 256, 82));
-  set(GgmlType::IQ4_XS, entry("iq4_xs", 256, 136));
+  set(GgmlType::IQ4_XS, entry("iq4_xs", 256, 136, super<BlockIq4Xs, dequantize_row_iq4_xs>));
   set(GgmlType::I8, entry("i8", 1, 1));
   set(GgmlType::I16, entry("i16", 1, 2));
   set(GgmlType::I32, entry("i32", 1, 4));

@@ -9,7 +9,7 @@ namespace tqlab {
 
 // Each method family contributes its MethodInfo entries (defined beside its code).
 std::vector<MethodInfo> float_methods();    // fp16, bf16, fp32, fp8_e4m3, fp8_e5m2
-std::vector<MethodInfo> block_methods();    // q8_0, q4_0, q4_1
+std::vector<MethodInfo> block_methods();    // q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl
 std::vector<MethodInfo> kivi_methods();     // kivi
 std::vector<MethodInfo> turbo_methods();    // tq
 
