@@ -15,9 +15,9 @@
 #include "core/log.h"
 #include "core/sha256.h"
 #include "kv/kv_dump.h"
-#include "model/checkpoint.h"
 #include "model/kv_dump_writer.h"
 #include "model/model_tokens.h"
+#include "model/weight_source.h"
 
 namespace tqlab::cli {
 namespace {
@@ -47,11 +47,11 @@ int run_dump_command(const DumpCommandOptions& options) {
   if (!folder.empty() && !std::filesystem::is_directory(folder)) {
     fail("dump: the output folder '{}' does not exist (-o '{}')", folder.string(), options.output);
   }
-  const auto checkpoint = Checkpoint::open(options.model);
-  for (const WeightFile& file : checkpoint->files()) {
+  const auto source = open_weight_source(options.model);
+  for (const SourceFile& file : source->files()) {
     if (same_file(options.output, file.path)) fail("dump: the output '{}' is the model's weight file", options.output);
   }
-  const Transformer model(*checkpoint);
+  const Transformer model(*source);
   const ModelTokens tokens =
       options.source.text.empty()
           ? read_model_tokens(options.source.tokens, model.config(), "--tokens")
@@ -97,7 +97,7 @@ void setup_dump(CLI::App& app, int& exit_code) {
       "dump", command_description("Write a KV dump from a checkpoint's own forward pass, without PyTorch",
                                   "Post-RoPE q, k and v of every layer, read by inspect, sweep and roundtrip as it is.",
                                   "tqlab-dump"));
-  command->add_option("--model", options->model, "Hugging Face checkpoint folder (config.json, model.safetensors)")
+  command->add_option("--model", options->model, "Hugging Face checkpoint folder (config.json, model.safetensors) or GGUF file")
       ->required();
   add_token_source_flags(*command, options->source);
   command->add_option("-o,--output", options->output, "The dump (.safetensors)")->required();

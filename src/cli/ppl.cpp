@@ -140,10 +140,10 @@ int run_ppl_command(const PplCommandOptions& options) {
   progress.finish();
 
   const SweepModel& model = *plan.model;
-  const ModelConfig& model_config = model.checkpoint->config();
+  const ModelConfig& model_config = model.source->config();
   const EndToEndBase& base = *results.end_to_end;
   fmt::print("model '{}' ({}, {} layers, {}), {} chunks of {} tokens, {} scoring{}: {} predictions scored\n",
-             options.model, model_config.architecture, model_config.layers, model.checkpoint->weight_dtype(),
+             options.model, model_config.architecture, model_config.layers, model.source->weight_dtype(),
              model.chunks, model.options.ctx, scoring_name(model.options.scoring),
              model.options.bos ? ", BOS first" : "", base.scored_tokens);
   fmt::print("base (exact cache):\n  PPL = {}\n",
@@ -167,7 +167,7 @@ void setup_ppl(CLI::App& app, int& exit_code) {
                                  "A Hugging Face Llama-family model on the CPU against its exact cache; llama.cpp's "
                                  "statistics.",
                                  "tqlab-ppl"));
-  command->add_option("--model", options->model, "Hugging Face checkpoint folder (config.json, model.safetensors)")
+  command->add_option("--model", options->model, "Hugging Face checkpoint folder (config.json, model.safetensors) or GGUF file")
       ->required();
   add_token_source_flags(*command, options->source);
   command->add_option("--ctx", options->ctx, "Tokens per chunk")->capture_default_str();
