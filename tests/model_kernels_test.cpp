@@ -9,9 +9,11 @@
 #include <gtest/gtest.h>
 
 #include "core/rng.h"
+#include "io/tensor_file.h"
 #include "model/attention.h"
 #include "model/linear.h"
 #include "model/matmul.h"
+#include "model/weight_matrix.h"
 #include "model/rope.h"
 
 namespace tqlab {
@@ -165,7 +167,11 @@ TEST_P(LinearTest, BlocksOfEveryDtypeMatchTheReferenceForAnyThreadCount) {
   view.strides = c_order_strides(view.shape);
   view.data = stored.data();
   view.byte_size = stored.size();
-  const WeightMatrix w = weight_matrix(view);
+  const auto matrix = [&](const TensorView& stored_view) {
+    return WeightMatrix{stored_view.data, static_cast<std::uint32_t>(ggml_type_of(stored_view.dtype)), out, in,
+                        static_cast<std::uint64_t>(in) * dtype_size(stored_view.dtype)};
+  };
+  const WeightMatrix w = matrix(view);
   const std::vector<float> x = gaussian_values(static_cast<std::size_t>(tokens * in), 12);
   const std::vector<float> bias = gaussian_values(static_cast<std::size_t>(out), 13);
   const std::int64_t ldy = out + 7;
@@ -183,7 +189,7 @@ TEST_P(LinearTest, BlocksOfEveryDtypeMatchTheReferenceForAnyThreadCount) {
     const std::vector<std::byte> f32 = encode_floats(weights, DType::f32);
     original.dtype = DType::f32;
     original.data = f32.data();
-    linear_reference(tokens, x.data(), weight_matrix(original), bias.data(), unrounded.data(), ldy);
+    linear_reference(tokens, x.data(), matrix(original), bias.data(), unrounded.data(), ldy);
     EXPECT_GT(relative_max_error(one, unrounded), 1e-5);
   }
 }

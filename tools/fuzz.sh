@@ -3,8 +3,8 @@
 #
 #   bash tools/fuzz.sh [--minutes M | --seconds S] [--target NAME] [--merge] [--jobs N]
 #
-# Each target (npy npz safetensors sweep_config spec tokenizer model_folder profile shard journal, or
-# the one --target names) runs for the given time (default 1 minute) from its seed corpus tests/fuzz/corpus/NAME with its
+# Each target (npy npz safetensors gguf sweep_config spec tokenizer model_folder profile shard journal,
+# or the one --target names) runs for the given time (default 1 minute) from its seed corpus tests/fuzz/corpus/NAME with its
 # dictionary, one target after another (--jobs N: N at a time). Inputs the run finds
 # interesting go to build-fuzz/fuzz-work/NAME (kept between runs and used as a corpus
 # again), never into the repository unless --merge is given: then `-merge=1` adds to
@@ -31,12 +31,13 @@ while [ $# -gt 0 ]; do
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-all=(npy npz safetensors sweep_config spec tokenizer model_folder profile shard journal)
+all=(npy npz safetensors gguf sweep_config spec tokenizer model_folder profile shard journal)
 targets=("${all[@]}")
 if [ -n "$only" ]; then
   case " ${all[*]} " in *" $only "*) targets=("$only") ;; *) echo "fuzz.sh: unknown target '$only' (known: ${all[*]})" >&2; exit 2 ;; esac
 fi
-declare -A dict=([npy]=npy [npz]=zip [safetensors]=json [sweep_config]=json [spec]=spec [tokenizer]=json [model_folder]=json [profile]=json [shard]=json [journal]=json)
+declare -A dict=([npy]=npy [npz]=zip [safetensors]=json [gguf]=gguf [sweep_config]=json [spec]=spec [tokenizer]=json
+  [model_folder]=json [profile]=json [shard]=json [journal]=json)
 build=${TQLAB_FUZZ_BUILD_DIR:-build-fuzz}
 if [ "${TQLAB_FUZZ_SKIP_BUILD:-0}" != 1 ]; then
   # -O1 -g: the sanitizers' usual level. No tests or benchmarks: only the fuzz targets are built.

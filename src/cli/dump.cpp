@@ -13,9 +13,9 @@
 #include "core/log.h"
 #include "core/sha256.h"
 #include "kv/kv_dump.h"
-#include "model/checkpoint.h"
 #include "model/kv_dump_writer.h"
 #include "model/model_tokens.h"
+#include "model/weight_source.h"
 
 namespace tqlab::cli {
 namespace {
@@ -38,8 +38,8 @@ int run_dump_command(const DumpCommandOptions& options) {
          options.output);
   }
   guard_output("dump", "-o", options.output, options.model.inputs());
-  const auto checkpoint = Checkpoint::open(options.model.model);
-  const Transformer model(*checkpoint);
+  const auto source = open_weight_source(options.model.model);
+  const Transformer model(*source);
   const ModelTokens tokens =
       source.text.empty()
           ? read_model_tokens(source.tokens, model.config(), "--tokens")

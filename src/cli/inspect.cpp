@@ -8,7 +8,9 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/mapped_file.h"
 #include "core/text.h"
+#include "io/gguf.h"
 #include "io/tensor_file.h"
 #include "io/tensor_stats.h"
 #include "kv/kv_dump.h"
@@ -130,7 +132,55 @@ void print_table(const TensorFile& file, const std::vector<TensorReport>& report
   }
 }
 
+// A GGUF file: its metadata (arrays summarised) and every tensor's ggml type, shape and bytes. Quantized
+// tensors are not decoded here, so there are no value statistics.
+int inspect_gguf(const GgufFile& file, bool json) {
+  if (json) {
+    nlohmann::json out;
+    out["schema"] = "tqlab.inspect/1";
+    out["path"] = json_text(file.path());
+    out["format"] = "gguf";
+    out["size_bytes"] = file.file_size();
+    out["gguf_version"] = file.version();
+    out["alignment"] = file.alignment();
+    out["metadata"] = nlohmann::json::object();
+    for (const GgufMetadata& entry : file.metadata()) {
+      out["metadata"][json_text(entry.key)] = {{"type", entry.value.is_array() ? "array" : gguf_type_name(entry.value.type)},
+                                                {"value", json_text(describe_gguf_value(entry.value))}};
+    }
+    out["tensors"] = nlohmann::json::array();
+    for (const GgufTensor& tensor : file.tensors()) {
+      out["tensors"].push_back({{"name", json_text(tensor.name)}, {"dtype", tensor.traits->name},
+                                {"shape", tensor.shape()}, {"bytes", tensor.byte_size}});
+    }
+    fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    return kExitOk;
+  }
+  fmt::print("{} (gguf v{}, {} tensors, {} metadata keys, alignment {})\n", printable(file.path(), kMaxMessageBytes),
+             file.version(), file.tensors().size(), file.metadata().size(), file.alignment());
+  for (const GgufMetadata& entry : file.metadata()) {
+    fmt::print("  {}: {}\n", printable(entry.key), printable(describe_gguf_value(entry.value), 240));
+  }
+  std::size_t name_width = 4;
+  for (const GgufTensor& tensor : file.tensors()) name_width = std::max(name_width, printable(tensor.name).size());
+  fmt::print("\n{:<{}}  {:<7}  {:<20}  {:>12}\n", "name", name_width, "type", "shape", "bytes");
+  for (const GgufTensor& tensor : file.tensors()) {
+    fmt::print("{:<{}}  {:<7}  {:<20}  {:>12}\n", printable(tensor.name), name_width, tensor.traits->name,
+               tensor.shape_string(), tensor.byte_size);
+  }
+  return kExitOk;
+}
+
+bool is_gguf_file(const std::string& path) {
+  std::byte magic[4] = {};
+  const MappedFile file(path);
+  if (file.size() < sizeof magic) return false;
+  file.read(0, magic);
+  return looks_like_gguf(magic, sizeof magic);
+}
+
 int run_inspect(const InspectOptions& options) {
+  if (is_gguf_file(options.path)) return inspect_gguf(*GgufFile::open(options.path), options.json);
   OpenOptions open_options;
   open_options.raw16_as_bf16 = options.bf16;
   const auto file = TensorFile::open(options.path, open_options);
@@ -174,10 +224,10 @@ void setup_inspect(CLI::App& app, int& exit_code) {
   auto* command = app.add_subcommand(
       "inspect",
       command_description(
-          "List a file's tensors: dtype, shape, NaN/Inf count, min/max/mean/rms",
+          "List a file's tensors: dtype, shape, NaN/Inf count, min/max/mean/rms (GGUF: metadata, type, shape, bytes)",
           "For K/V pairs, per layer the norm ratio and outlier key channels. Exit 2 on bad files or NaN/Inf.",
           "tqlab-inspect"));
-  command->add_option("file", options->path, "Tensor file")->required();
+  command->add_option("file", options->path, "Tensor file (.npy, .npz, .safetensors or .gguf)")->required();
   command->add_flag("--json", options->json, "Print JSON (schema tqlab.inspect/1) instead of a table");
   command->add_flag("--bf16", options->bf16,
                     "Read npy '<u2' (otherwise u16) and '|V2' (otherwise refused) as bfloat16 bits");

@@ -128,10 +128,10 @@ int run_ppl_command(const PplCommandOptions& options) {
   progress.finish();
 
   const SweepModel& model = *plan.model;
-  const ModelConfig& model_config = model.checkpoint->config();
+  const ModelConfig& model_config = model.source->config();
   const EndToEndBase& base = *results.end_to_end;
   fmt::print("model '{}' ({}, {} layers, {}), {} chunks of {} tokens, {} scoring{}: {} predictions scored\n",
-             options.model.model, model_config.architecture, model_config.layers, model.checkpoint->weight_dtype(),
+             options.model.model, model_config.architecture, model_config.layers, model.source->weight_dtype(),
              model.chunks, model.options.ctx, scoring_name(model.options.scoring),
              model.options.bos ? ", BOS first" : "", base.scored_tokens);
   fmt::print("base (exact cache):\n  PPL = {}\n",

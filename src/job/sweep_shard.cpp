@@ -49,7 +49,7 @@ namespace {
 // a q head (a dot product and an axpy of head_dim, for the exact attention and
 // each (run, seed)'s).
 std::uint64_t model_unit_cost(const SweepPlan& plan, const WorkUnits& units, int unit) {
-  const ModelConfig& config = plan.model->checkpoint->config();
+  const ModelConfig& config = plan.model->source->config();
   const auto ctx = static_cast<std::uint64_t>(plan.model->options.ctx);
   const auto hidden = static_cast<std::uint64_t>(config.hidden_size);
   const auto head_dim = static_cast<std::uint64_t>(config.head_dim);

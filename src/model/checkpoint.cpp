@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/text.h"
 #include "io/json_reader.h"
+#include "model/weight_matrix.h"
 
 namespace tqlab {
 namespace {
@@ -58,42 +59,6 @@ std::vector<std::pair<std::string, std::set<std::string>>> read_index(const std:
 
 }  // namespace
 
-std::vector<std::pair<std::string, Shape>> expected_tensors(const ModelConfig& config) {
-  const std::int64_t hidden = config.hidden_size;
-  const std::int64_t q_width = static_cast<std::int64_t>(config.q_heads) * config.head_dim;
-  const std::int64_t kv_width = static_cast<std::int64_t>(config.kv_heads) * config.head_dim;
-  const std::int64_t inner = config.intermediate_size;
-  std::vector<std::pair<std::string, Shape>> out;
-  out.emplace_back("model.embed_tokens.weight", Shape{config.vocab_size, hidden});
-  for (int layer = 0; layer < config.layers; ++layer) {
-    const std::string prefix = fmt::format("model.layers.{}.", layer);
-    const auto add = [&](const char* name, Shape shape) { out.emplace_back(prefix + name, std::move(shape)); };
-    add("input_layernorm.weight", {hidden});
-    add("self_attn.q_proj.weight", {q_width, hidden});
-    if (config.qkv_bias) add("self_attn.q_proj.bias", {q_width});
-    add("self_attn.k_proj.weight", {kv_width, hidden});
-    if (config.qkv_bias) add("self_attn.k_proj.bias", {kv_width});
-    add("self_attn.v_proj.weight", {kv_width, hidden});
-    if (config.qkv_bias) add("self_attn.v_proj.bias", {kv_width});
-    add("self_attn.o_proj.weight", {hidden, q_width});
-    if (config.o_bias) add("self_attn.o_proj.bias", {hidden});
-    if (config.qk_norm) {
-      add("self_attn.q_norm.weight", {config.head_dim});
-      add("self_attn.k_norm.weight", {config.head_dim});
-    }
-    add("post_attention_layernorm.weight", {hidden});
-    add("mlp.gate_proj.weight", {inner, hidden});
-    if (config.mlp_bias) add("mlp.gate_proj.bias", {inner});
-    add("mlp.up_proj.weight", {inner, hidden});
-    if (config.mlp_bias) add("mlp.up_proj.bias", {inner});
-    add("mlp.down_proj.weight", {hidden, inner});
-    if (config.mlp_bias) add("mlp.down_proj.bias", {hidden});
-  }
-  out.emplace_back("model.norm.weight", Shape{hidden});
-  if (!config.tie_word_embeddings) out.emplace_back("lm_head.weight", Shape{config.vocab_size, hidden});
-  return out;
-}
-
 std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   auto checkpoint = std::unique_ptr<Checkpoint>(new Checkpoint());
   checkpoint->dir_ = dir;
@@ -132,25 +97,27 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   }
 
   // Every tensor of every file, by name.
-  std::map<std::string, std::pair<const TensorView*, const WeightFile*>> found;
+  std::map<std::string, std::pair<const TensorView*, const SourceFile*>> found;
   for (const auto& [name, listed] : shards) {
-    WeightFile weights;
+    SourceFile weights;
     weights.path = base + name;
     weights.name = name;
     if (!is_file(weights.path)) {
       fail("checkpoint index '{}': shard '{}' does not exist in '{}'", index_path, printable(name), dir);
     }
-    weights.file = TensorFile::open(weights.path);
-    if (weights.file->format() != "safetensors") {
-      fail("model '{}': '{}' is not a safetensors file (it reads as {})", dir, weights.path, weights.file->format());
+    auto file = TensorFile::open(weights.path);
+    if (file->format() != "safetensors") {
+      fail("model '{}': '{}' is not a safetensors file (it reads as {})", dir, weights.path, file->format());
     }
     weights.bytes = std::filesystem::file_size(weights.path);
     checkpoint->files_.push_back(std::move(weights));
+    checkpoint->tensor_files_.push_back(std::move(file));
   }
   for (std::size_t s = 0; s < shards.size(); ++s) {
-    const WeightFile& weights = checkpoint->files_[s];
+    const SourceFile& weights = checkpoint->files_[s];
+    const TensorFile& tensor_file = *checkpoint->tensor_files_[s];
     const std::set<std::string>& listed = shards[s].second;
-    for (const TensorView& view : weights.file->tensors()) {
+    for (const TensorView& view : tensor_file.tensors()) {
       if (!listed.empty() && !listed.count(view.name)) {
         fail("checkpoint index '{}': tensor '{}' is in '{}' but the index does not put it there", index_path,
              printable(view.name), weights.name);
@@ -162,7 +129,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
       }
     }
     for (const std::string& name : listed) {
-      if (!weights.file->find(name)) {
+      if (!tensor_file.find(name)) {
         fail("checkpoint index '{}': tensor '{}' is not in '{}', where the index puts it", index_path, printable(name),
              weights.name);
       }
@@ -171,7 +138,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
 
   // The config's tensors: present, shaped, of a weight dtype.
   std::set<std::string> expected_names;
-  for (const auto& [name, shape] : expected_tensors(config)) {
+  for (const auto& [role, layer, name, shape] : expected_weights(config, NamingConvention::hugging_face)) {
     expected_names.insert(name);
     const auto at = found.find(name);
     if (at == found.end()) {
@@ -211,18 +178,23 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   return checkpoint;
 }
 
-std::uint64_t Checkpoint::weight_bytes() const {
-  std::uint64_t total = 0;
-  for (const WeightFile& file : files_) total += file.bytes;
-  return total;
-}
-
 std::string Checkpoint::weight_dtype() const {
   std::set<std::string> dtypes;
   for (const auto& [name, view] : tensors_) {
     if (view->shape.size() == 2) dtypes.insert(std::string(dtype_name(view->dtype)));
   }
   return dtypes.size() == 1 ? *dtypes.begin() : "mixed";
+}
+
+StoredWeight Checkpoint::weight(WeightRole role, int layer) const {
+  const TensorView& view = tensor(weight_name(role, layer, NamingConvention::hugging_face));
+  StoredWeight out;
+  out.name = view.name;
+  out.type_id = static_cast<std::uint32_t>(ggml_type_of(view.dtype));
+  out.shape = view.shape;
+  out.data = view.data;
+  out.row_bytes = static_cast<std::uint64_t>(view.shape.back()) * dtype_size(view.dtype);
+  return out;
 }
 
 const TensorView& Checkpoint::tensor(std::string_view name) const {

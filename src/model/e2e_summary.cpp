@@ -6,13 +6,16 @@
 
 namespace tqlab {
 
-ModelIdentity model_identity(const Checkpoint& checkpoint, const std::string& path_as_given) {
+ModelIdentity model_identity(const WeightSource& source, const std::string& path_as_given) {
   ModelIdentity out;
   out.path = path_as_given;
-  out.architecture = checkpoint.config().architecture;
-  out.config_sha256 = file_sha256(checkpoint.config().path);
-  for (const WeightFile& file : checkpoint.files())
+  out.architecture = source.config().architecture;
+  for (const SourceFile& file : source.files()) {
     out.files.push_back({file.name, file.bytes, file_sha256(file.path)});
+    // A GGUF holds its config: its one hash serves both.
+    if (file.path == source.config_path()) out.config_sha256 = out.files.back().sha256;
+  }
+  if (out.config_sha256.empty()) out.config_sha256 = file_sha256(source.config_path());
   return out;
 }
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/checkpoint.h"
+#include "model/weight_source.h"
 #include "model/end_to_end.h"
 
 namespace tqlab {
@@ -31,7 +31,7 @@ struct ModelIdentity {
 };
 
 /// Reads every file once for its sha256.
-ModelIdentity model_identity(const Checkpoint& checkpoint, const std::string& path_as_given);
+ModelIdentity model_identity(const WeightSource& source, const std::string& path_as_given);
 
 /// The metrics of a run over its seeds, in next_token_metric_names() order:
 /// (name, mean, se, std, per-seed values).

@@ -75,7 +75,7 @@ EndToEndSession::EndToEndSession(const Transformer& model, std::vector<std::int3
         const NextTokenDistribution next = next_token_distribution(
             config.vocab_size, base_logits_.data() + static_cast<std::ptrdiff_t>(r) * config.vocab_size,
             ids[static_cast<std::size_t>(position + 1)], scratch);
-        if (!next.finite) nonfinite(model.checkpoint().dir(), options_.first_chunk + chunk, position);
+        if (!next.finite) nonfinite(model.source().path(), options_.first_chunk + chunk, position);
         base_.nll.push_back(next.nll);
       }
     }
@@ -120,7 +120,7 @@ RunSeedResult EndToEndSession::run(const KvCacheQuantization& cache, int first_l
     forward_options.cache = &cache;
     forward_options.bytes = &result.bytes;
     forward_options.where =
-        fmt::format("model '{}', chunk {}", model_->checkpoint().dir(), options_.first_chunk + chunk);
+        fmt::format("model '{}', chunk {}", model_->source().path(), options_.first_chunk + chunk);
     if (first_layer > 0) {
       forward_options.first_layer = first_layer;
       forward_options.first_input =
@@ -153,7 +153,7 @@ void EndToEndSession::compare_chunk(int chunk, const float* hidden, NextTokenSer
     });
     for (int r = 0; r < rows; ++r) {
       if (!block[static_cast<std::size_t>(r)].finite)
-        nonfinite(model_->checkpoint().dir(), options_.first_chunk + chunk, first_scored_ + first + r);
+        nonfinite(model_->source().path(), options_.first_chunk + chunk, first_scored_ + first + r);
       series.add(block[static_cast<std::size_t>(r)]);
     }
   }

@@ -26,6 +26,8 @@ std::string rope_scaling_json(const RopeConfig& rope) {
                             {"high_freq_factor", rope.high_freq_factor},
                             {"original_max_position_embeddings", rope.original_max_position_embeddings}}
           .dump();
+    case RopeConfig::Scaling::factors:
+      return nlohmann::json{{"rope_type", "gguf_rope_freqs"}, {"factors", rope.frequency_factors}}.dump();
   }
   return "null";
 }

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/json_reader.h"
+#include "model/architecture.h"
 
 namespace tqlab {
 namespace {
@@ -19,24 +20,7 @@ namespace {
 constexpr const char* kKind = "model config";
 constexpr std::int64_t kMaxSize = 1 << 24;  // far beyond any real model's widths, far below int overflow
 
-struct Family {
-  const char* architecture;
-  const char* model_type;
-  ModelFamily family;
-};
-
-constexpr Family kFamilies[] = {
-    {"LlamaForCausalLM", "llama", ModelFamily::llama},
-    {"MistralForCausalLM", "mistral", ModelFamily::mistral},
-    {"Qwen2ForCausalLM", "qwen2", ModelFamily::qwen2},
-    {"Qwen3ForCausalLM", "qwen3", ModelFamily::qwen3},
-};
-
-std::string supported_architectures() {
-  std::vector<std::string> names;
-  for (const Family& family : kFamilies) names.emplace_back(family.architecture);
-  return fmt::format("{}", fmt::join(names, ", "));
-}
+std::string supported_architectures() { return supported_names(NamingConvention::hugging_face); }
 
 bool is_null(const std::optional<JsonReader>& reader) { return !reader || reader->value().is_null(); }
 
@@ -72,7 +56,7 @@ bool read_bool(const JsonReader& root, std::string_view key, bool fallback) {
 
 std::string json_text(const JsonReader& reader) { return reader.value().dump(); }
 
-const Family& read_family(const JsonReader& root) {
+const Architecture& read_family(const JsonReader& root) {
   if (const auto architectures = member(root, "architectures")) {
     const std::vector<JsonReader> names = architectures->elements();
     if (names.size() != 1) {
@@ -80,15 +64,15 @@ const Family& read_family(const JsonReader& root) {
                           names.size(), supported_architectures());
     }
     const std::string name = names[0].as_string();
-    for (const Family& family : kFamilies) {
-      if (name == family.architecture) return family;
+    for (const Architecture& family : tqlab::architectures()) {
+      if (name == family.hf_class) return family;
     }
     names[0].fail("\"{}\" is not supported (supported: {})", name, supported_architectures());
   }
   // No architectures list: model_type says which family.
   const JsonReader type = root.at("model_type");
   const std::string name = type.as_string();
-  for (const Family& family : kFamilies) {
+  for (const Architecture& family : tqlab::architectures()) {
     if (name == family.model_type) return family;
   }
   type.fail("\"{}\" is not supported and no 'architectures' key names one (supported: {})", name,
@@ -182,8 +166,8 @@ ModelConfig parse_model_config(const nlohmann::json& document, const std::string
   if (!root.is_object()) root.fail("expected a JSON object, got {}", root.type_name());
   ModelConfig config;
   config.path = path;
-  const Family& family = read_family(root);
-  config.architecture = family.architecture;
+  const Architecture& family = read_family(root);
+  config.architecture = family.hf_class;
   config.family = family.family;
 
   if (const auto quantization = member(root, "quantization_config")) {
@@ -238,10 +222,10 @@ ModelConfig parse_model_config(const nlohmann::json& document, const std::string
       config.mlp_bias = read_bool(root, "mlp_bias", false);
       break;
     case ModelFamily::mistral: break;
-    case ModelFamily::qwen2: config.qkv_bias = true; break;
+    case ModelFamily::qwen2: config.qkv_bias = family.qkv_bias; break;
     case ModelFamily::qwen3:
       config.qkv_bias = config.o_bias = read_bool(root, "attention_bias", false);
-      config.qk_norm = true;
+      config.qk_norm = family.qk_norm;
       break;
   }
   read_sliding_window(root, config);

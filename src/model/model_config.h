@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -32,18 +33,21 @@ enum class ModelFamily { llama, mistral, qwen2, qwen3 };
 
 /// How RoPE's inverse frequencies are derived from theta (modeling_rope_utils.py).
 struct RopeConfig {
-  enum class Scaling { none, linear, llama3 };
+  /// factors: a GGUF's rope_freqs tensor, one divisor per frequency (llama.cpp's freq_factors, what its
+  /// converter writes for Llama 3 scaling: convert_hf_to_gguf.py LlamaModel.generate_extra_tensors).
+  enum class Scaling { none, linear, llama3, factors };
   double theta = 10000.0;
   Scaling scaling = Scaling::none;
   double factor = 1.0;  ///< linear, llama3: frequencies divided by it (llama3: the low ones)
   double low_freq_factor = 1.0;   ///< llama3
   double high_freq_factor = 4.0;  ///< llama3
   double original_max_position_embeddings = 8192;  ///< llama3: the context the model was trained at
+  std::vector<float> frequency_factors;            ///< factors: head_dim / 2 divisors of inv_freq
 };
 
 struct ModelConfig {
-  std::string path;          ///< the config.json it was read from
-  std::string architecture;  ///< "LlamaForCausalLM", as config.json names it
+  std::string path;          ///< the config.json (or GGUF file) it was read from
+  std::string architecture;  ///< "LlamaForCausalLM", as config.json names it; a GGUF's general.architecture
   ModelFamily family = ModelFamily::llama;
   int vocab_size = 0;
   int hidden_size = 0;

@@ -40,6 +40,12 @@ std::vector<float> rope_inverse_frequencies(const RopeConfig& rope, int head_dim
       }
       break;
     }
+    case RopeConfig::Scaling::factors:
+      // ggml_rope_ext: theta = position * base^(-2i/d) / freq_factors[i].
+      for (int i = 0; i < half; ++i) {
+        inv_freq[static_cast<std::size_t>(i)] /= rope.frequency_factors.at(static_cast<std::size_t>(i));
+      }
+      break;
   }
   return inv_freq;
 }

@@ -13,10 +13,6 @@
 namespace tqlab {
 namespace {
 
-std::vector<float> optional_vector(const Checkpoint& checkpoint, bool present, const std::string& name) {
-  return present ? weight_vector(checkpoint.tensor(name)) : std::vector<float>{};
-}
-
 const float* bias_or_null(const std::vector<float>& bias) { return bias.empty() ? nullptr : bias.data(); }
 
 void resize(std::vector<float>& buffer, std::int64_t rows, std::int64_t width) {
@@ -25,36 +21,35 @@ void resize(std::vector<float>& buffer, std::int64_t rows, std::int64_t width) {
 
 }  // namespace
 
-Transformer::Transformer(const Checkpoint& checkpoint) : checkpoint_(&checkpoint) {
-  const ModelConfig& config = checkpoint.config();
-  embedding_ = weight_matrix(checkpoint.tensor("model.embed_tokens.weight"));
-  lm_head_ = config.tie_word_embeddings ? embedding_ : weight_matrix(checkpoint.tensor("lm_head.weight"));
-  final_norm_ = weight_vector(checkpoint.tensor("model.norm.weight"));
+Transformer::Transformer(const WeightSource& source) : source_(&source) {
+  const ModelConfig& config = source.config();
+  embedding_ = weight_matrix(source.weight(WeightRole::embedding, -1));
+  lm_head_ = has_role(config, WeightRole::lm_head) ? weight_matrix(source.weight(WeightRole::lm_head, -1)) : embedding_;
+  final_norm_ = weight_vector(source.weight(WeightRole::final_norm, -1));
   for (int layer = 0; layer < config.layers; ++layer) {
-    const std::string prefix = fmt::format("model.layers.{}.", layer);
-    const auto matrix = [&](const char* name) { return weight_matrix(checkpoint.tensor(prefix + name)); };
-    const auto vector = [&](bool present, const char* name) {
-      return optional_vector(checkpoint, present, prefix + name);
+    const auto matrix = [&](WeightRole role) { return weight_matrix(source.weight(role, layer)); };
+    const auto vector = [&](WeightRole role) {
+      return has_role(config, role) ? weight_vector(source.weight(role, layer)) : std::vector<float>{};
     };
     LayerWeights& weights = layers_.emplace_back();
-    weights.q = matrix("self_attn.q_proj.weight");
-    weights.k = matrix("self_attn.k_proj.weight");
-    weights.v = matrix("self_attn.v_proj.weight");
-    weights.o = matrix("self_attn.o_proj.weight");
-    weights.gate = matrix("mlp.gate_proj.weight");
-    weights.up = matrix("mlp.up_proj.weight");
-    weights.down = matrix("mlp.down_proj.weight");
-    weights.input_norm = vector(true, "input_layernorm.weight");
-    weights.post_norm = vector(true, "post_attention_layernorm.weight");
-    weights.q_norm = vector(config.qk_norm, "self_attn.q_norm.weight");
-    weights.k_norm = vector(config.qk_norm, "self_attn.k_norm.weight");
-    weights.q_bias = vector(config.qkv_bias, "self_attn.q_proj.bias");
-    weights.k_bias = vector(config.qkv_bias, "self_attn.k_proj.bias");
-    weights.v_bias = vector(config.qkv_bias, "self_attn.v_proj.bias");
-    weights.o_bias = vector(config.o_bias, "self_attn.o_proj.bias");
-    weights.gate_bias = vector(config.mlp_bias, "mlp.gate_proj.bias");
-    weights.up_bias = vector(config.mlp_bias, "mlp.up_proj.bias");
-    weights.down_bias = vector(config.mlp_bias, "mlp.down_proj.bias");
+    weights.q = matrix(WeightRole::q);
+    weights.k = matrix(WeightRole::k);
+    weights.v = matrix(WeightRole::v);
+    weights.o = matrix(WeightRole::o);
+    weights.gate = matrix(WeightRole::gate);
+    weights.up = matrix(WeightRole::up);
+    weights.down = matrix(WeightRole::down);
+    weights.input_norm = vector(WeightRole::input_norm);
+    weights.post_norm = vector(WeightRole::post_norm);
+    weights.q_norm = vector(WeightRole::q_norm);
+    weights.k_norm = vector(WeightRole::k_norm);
+    weights.q_bias = vector(WeightRole::q_bias);
+    weights.k_bias = vector(WeightRole::k_bias);
+    weights.v_bias = vector(WeightRole::v_bias);
+    weights.o_bias = vector(WeightRole::o_bias);
+    weights.gate_bias = vector(WeightRole::gate_bias);
+    weights.up_bias = vector(WeightRole::up_bias);
+    weights.down_bias = vector(WeightRole::down_bias);
   }
 }
 

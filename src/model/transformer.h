@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "model/checkpoint.h"
 #include "model/kv_hook.h"
 #include "model/rope.h"
 #include "model/weight_matrix.h"
+#include "model/weight_source.h"
 #include "model/workers.h"
 
 namespace tqlab {
@@ -43,22 +43,22 @@ struct LayerWeights {
   std::vector<float> gate_bias, up_bias, down_bias;
 };
 
-/// A checkpoint's weights resolved for the forward pass: matrices stay mapped,
-/// the small vectors (norms, biases) are converted once. Points into the
-/// checkpoint, which must outlive it.
+/// A model's weights resolved for the forward pass, by role (model/architecture.h), whatever file
+/// format holds them: matrices stay mapped, the small vectors (norms, biases) are converted once.
+/// Points into the source, which must outlive it.
 class Transformer {
  public:
-  explicit Transformer(const Checkpoint& checkpoint);
+  explicit Transformer(const WeightSource& source);
 
-  const Checkpoint& checkpoint() const { return *checkpoint_; }
-  const ModelConfig& config() const { return checkpoint_->config(); }
+  const WeightSource& source() const { return *source_; }
+  const ModelConfig& config() const { return source_->config(); }
   const WeightMatrix& embedding() const { return embedding_; }
   const WeightMatrix& lm_head() const { return lm_head_; }
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const std::vector<float>& final_norm() const { return final_norm_; }
 
  private:
-  const Checkpoint* checkpoint_;
+  const WeightSource* source_;
   WeightMatrix embedding_, lm_head_;
   std::vector<LayerWeights> layers_;
   std::vector<float> final_norm_;

@@ -46,9 +46,9 @@ class TemporaryPath {
 std::unique_ptr<SweepModel> open_sweep_model(const SweepConfig& config) {
   const SweepModelConfig& block = *config.model;
   auto model = std::make_unique<SweepModel>();
-  model->checkpoint = Checkpoint::open(block.resolved_path);
-  model->transformer = std::make_unique<Transformer>(*model->checkpoint);
-  const ModelConfig& model_config = model->checkpoint->config();
+  model->source = open_weight_source(block.resolved_path);
+  model->transformer = std::make_unique<Transformer>(*model->source);
+  const ModelConfig& model_config = model->source->config();
   // How the user named the options: tqlab ppl's flags, or a config's model block.
   const std::string prefix = block.from_flags ? "--" : "model.";
   const std::string tokens_option = prefix + (block.text.empty() ? "tokens" : "text");
@@ -70,7 +70,7 @@ std::unique_ptr<SweepModel> open_sweep_model(const SweepConfig& config) {
   for (const SweepRunConfig& run : config.runs) {
     model->runs.push_back(plan_kv_cache(model_config, run.k, run.v, ExactTokens{run.sink, run.window, mode}));
   }
-  model->identity = model_identity(*model->checkpoint, block.path);
+  model->identity = model_identity(*model->source, block.path);
   return model;
 }
 

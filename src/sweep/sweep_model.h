@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "model/checkpoint.h"
+#include "model/weight_source.h"
 #include "model/e2e_summary.h"
 #include "model/end_to_end.h"
 #include "model/kv_cache_plan.h"
@@ -33,7 +33,7 @@ namespace tqlab {
 class TensorFile;
 
 struct SweepModel {
-  std::unique_ptr<Checkpoint> checkpoint;
+  std::unique_ptr<WeightSource> source;
   std::unique_ptr<Transformer> transformer;
   ModelIdentity identity;
   ModelTokens tokens;

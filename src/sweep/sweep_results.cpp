@@ -97,7 +97,7 @@ Json run_json(const SweepPlan& plan, const RunResult& result) {
   if (plan.dump) {
     for (const KvLayerShape& shape : plan.dump->layers()) layers.push_back(shape.layer);
   } else {
-    for (int layer = 0; layer < plan.model->checkpoint->config().layers; ++layer) layers.push_back(layer);
+    for (int layer = 0; layer < plan.model->source->config().layers; ++layer) layers.push_back(layer);
   }
   per_layer["layer"] = layers;
   for (const char* name : {"bits_k", "bits_v", "bits_kv", "bits_kv_effective"}) {
@@ -121,7 +121,7 @@ Json run_json(const SweepPlan& plan, const RunResult& result) {
 
 // The model's identity, the tokens' and what the base pass measured.
 void add_model_sections(const SweepModel& model, const EndToEndBase& base, Json& out) {
-  const ModelConfig& config = model.checkpoint->config();
+  const ModelConfig& config = model.source->config();
   Json files = Json::array();
   for (const WeightFileIdentity& file : model.identity.files) {
     files.push_back({{"name", json_text(file.name)}, {"bytes", file.bytes}, {"sha256", file.sha256}});
@@ -130,7 +130,7 @@ void add_model_sections(const SweepModel& model, const EndToEndBase& base, Json&
                   {"architecture", model.identity.architecture},
                   {"config_sha256", model.identity.config_sha256},
                   {"files", files},
-                  {"dtype", model.checkpoint->weight_dtype()},
+                  {"dtype", model.source->weight_dtype()},
                   {"layers", config.layers},
                   {"q_heads", config.q_heads},
                   {"kv_heads", config.kv_heads},
