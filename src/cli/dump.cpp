@@ -38,8 +38,8 @@ int run_dump_command(const DumpCommandOptions& options) {
          options.output);
   }
   guard_output("dump", "-o", options.output, options.model.inputs());
-  const auto source = open_weight_source(options.model.model);
-  const Transformer model(*source);
+  const auto weights = open_weight_source(options.model.model);
+  const Transformer model(*weights);
   const ModelTokens tokens =
       source.text.empty()
           ? read_model_tokens(source.tokens, model.config(), "--tokens")

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "blocks/ggml_type.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"

@@ -33,7 +33,8 @@ void check_token_source_flags(const TokenSourceFlags& flags, const char* command
 }
 
 void add_model_flags(CLI::App& command, ModelFlags& flags) {
-  command.add_option("--model", flags.model, "Hugging Face checkpoint folder (config.json, model.safetensors) or GGUF file")
+  command.add_option("--model", flags.model,
+                     "Hugging Face checkpoint folder (config.json, model.safetensors) or GGUF file")
       ->required();
   add_token_source_flags(command, flags.source);
   decimal(command.add_option("--ctx", flags.ctx, "Tokens per chunk"), kMinIntOption, kMaxIntOption)

@@ -155,10 +155,7 @@ void read_sliding_window(const JsonReader& root, ModelConfig& config) {
 
 // The family's name is its Hugging Face model_type, from the one table of families.
 const char* family_name(ModelFamily family) {
-  for (const Family& row : kFamilies) {
-    if (row.family == family) return row.model_type;
-  }
-  return "?";
+  return architecture_of(family).model_type;
 }
 
 ModelConfig parse_model_config(const nlohmann::json& document, const std::string& path) {
