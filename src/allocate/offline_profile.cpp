@@ -48,7 +48,8 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
     const auto& [k, v] = all_runs.runs[r];
     held_index[r] = static_cast<int>(sweep.runs.size());
     sweep.runs.push_back({uniform_spec(k, "--candidates"), uniform_spec(v, "--candidates"), 0, 0,
-                          k == kOfflineExactSpec ? fmt::format("values at {}", v) : fmt::format("keys at {}", k)});
+                          k == kOfflineExactSpec ? fmt::format("values at {}", v) : fmt::format("keys at {}", k),
+                          "", std::nullopt});
   }
   std::vector<int> key_run, value_run;  // per candidate: run index in this sweep, -1 when not held
   for (std::size_t c = 0; c < options.candidates.size(); ++c) {

@@ -28,6 +28,13 @@ Json optional_numbers(const std::vector<std::optional<double>>& values) {
 }
 
 // A canonical K/V spec as the config writes it: a string, or the per-layer object.
+// A run's engine and prefill, written only when they are not the default (tqlab, quantized):
+// documents of tqlab's own runs stay as they were.
+void add_engine_json(const PlannedRun& run, Json& out) {
+  if (!is_default_engine(run.engine)) out["engine"] = run.engine;
+  if (run.prefill != PrefillRule{}) out["prefill"] = run.prefill.spelling();
+}
+
 Json spec_json(const std::string& canonical) {
   if (!canonical.starts_with("{")) return canonical;
   return Json::parse(canonical);
@@ -100,6 +107,7 @@ Json sweep_config_json(const SweepPlan& plan) {
   Json runs = Json::array();
   for (const PlannedRun& run : plan.runs) {
     runs.push_back({{"k", spec_json(run.k)}, {"v", spec_json(run.v)}, {"window", run.window}, {"sink", run.sink}});
+    add_engine_json(run, runs.back());
   }
   Json out;
   out["name"] = config.name;
@@ -172,6 +180,7 @@ Json run_json(const SweepPlan& plan, const RunResult& result) {
   out["v"] = spec_json(run.v);
   out["window"] = run.window;
   out["sink"] = run.sink;
+  add_engine_json(run, out);
   out["seeds"] = plan.config.seeds;
   out["origin"] = run.origin;
   out["bits"] = bits_json(result.bits);
