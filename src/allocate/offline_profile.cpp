@@ -51,7 +51,8 @@ OfflineSweep offline_sweep(const SweepConfig& config, const OfflineProfileOption
     const auto& [k, v] = all_runs.runs[r];
     held_index[r] = static_cast<int>(sweep.runs.size());
     sweep.runs.push_back({uniform_spec(k, "--candidates"), uniform_spec(v, "--candidates"), 0, 0,
-                          k == kOfflineExactSpec ? fmt::format("values at {}", v) : fmt::format("keys at {}", k)});
+                          k == kOfflineExactSpec ? fmt::format("values at {}", v) : fmt::format("keys at {}", k),
+                          "", std::nullopt});
   }
   for (std::size_t c = 0; c < options.candidates.size(); ++c) {
     key_run.push_back(at(held_index, at(all_runs.key_run, c)));

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "engine/engine.h"
 #include "quant/registry.h"
 
 namespace tqlab::cli {
@@ -44,6 +45,11 @@ nlohmann::json to_json(const std::vector<MethodInfo>& methods) {
                               {"options", options},
                               {"example_specs", method.example_specs}});
   }
+  out["engines"] = nlohmann::json::array();
+  for (const std::string& name : engine_names()) {
+    const std::unique_ptr<Engine> engine = parse_engine(name, "engine");
+    out["engines"].push_back({{"name", name}, {"supports", engine->supports()}, {"cache_types", engine->cache_types()}});
+  }
   return out;
 }
 
@@ -71,6 +77,8 @@ void print_table(const std::vector<MethodInfo>& methods) {
       fmt::print("{}e.g. {}\n", indent, fmt::join(examples, "  "));
     }
   }
+  fmt::print("\nEngines (--engine; docs/ENGINES.md):\n");
+  for (const std::string& name : engine_names()) fmt::print("  {}: {}\n", name, parse_engine(name, "engine")->supports());
 }
 
 int run_list(const ListOptions& options) {

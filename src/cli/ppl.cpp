@@ -27,6 +27,8 @@ struct PplCommandOptions {
   ModelFlags model;
   std::string score = "second-half";
   std::string k, v;
+  std::string engine = "tqlab";
+  std::vector<std::string> prefill{"quantized"};
   int window = 0;
   std::string window_mode = "recent";
   int sink = 0;
@@ -57,8 +59,10 @@ void print_run(const RunResult& result, const std::vector<std::uint64_t>& seeds)
     return error ? std::optional<double>(100 * *error) : std::nullopt;
   };
   const PlannedRun& run = *result.run;
-  fmt::print("k={} v={} window={} sink={} (seed{} {}):\n", run.k, run.v, run.window, run.sink,
-             seeds.size() > 1 ? "s" : "", fmt::join(seeds, ","));
+  fmt::print("k={} v={} window={} sink={}{}{} (seed{} {}):\n", run.k, run.v, run.window, run.sink,
+             is_default_engine(run.engine) ? "" : " engine=" + run.engine,
+             run.prefill == PrefillRule{} ? "" : " prefill=" + run.prefill.spelling(), seeds.size() > 1 ? "s" : "",
+             fmt::join(seeds, ","));
   fmt::print("  PPL = {}\n", plus_minus(value("e2e_ppl"), se("e2e_ppl"), "{:.4f}"));
   fmt::print("  PPL change = {} %   ln(PPL/PPL_base) = {}\n",
              plus_minus(value("e2e_ppl_delta_pct"), se("e2e_ppl_delta_pct"), "{:+.3f}", "{:.3f}"),
@@ -101,6 +105,8 @@ SweepConfig ppl_config(const PplCommandOptions& options) {
   run.v = LayeredSpec{options.v.empty() ? "fp32" : options.v, {}, {}, "--v"};
   run.window = options.window;
   run.sink = options.sink;
+  run.engine = canonical_engine(options.engine, "--engine");
+  run.prefill = parse_prefill(fmt::format("{}", fmt::join(options.prefill, " ")), "--prefill");
   run.origin = "--k/--v";
   config.metrics.reconstruction = config.metrics.attention = config.metrics.needle = false;
   config.metrics.attention_options.window_mode = *parse_window_mode(options.window_mode);
@@ -161,6 +167,14 @@ void setup_ppl(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   command->add_option("--k", options->k, "Quantizer spec for the cached keys (default: fp32, exact)");
   command->add_option("--v", options->v, "Quantizer spec for the cached values (default: fp32, exact)");
+  command->add_option("--engine", options->engine,
+                      "Whose cache semantics: tqlab, llama.cpp or llama.cpp:rot=off (docs/ENGINES.md)")
+      ->capture_default_str();
+  command->add_option("--prefill", options->prefill,
+                      "Which tokens read the quantized cache: quantized, or exact C (pieces of C tokens read their "
+                      "own K/V exact)")
+      ->expected(1, 2)
+      ->capture_default_str();
   decimal(command->add_option("--window", options->window, "Recent tokens kept exact"), kMinIntOption, kMaxIntOption)
       ->capture_default_str();
   command->add_option("--window-mode", options->window_mode, "Which tokens the window keeps")

@@ -26,15 +26,22 @@ void softmax_row(int n, int keys, float* scores, std::vector<double>& e) {
   std::fill(scores + n, scores + keys, 0.0f);
 }
 
+// The first key query i reads exact: the recent window's and the prefill piece's, whichever
+// starts earlier (both end at i; i + 1: none).
+int first_exact_key(const AttentionInput& in, int i) {
+  const int window_first = in.recent_window > 0 ? std::max(0, i - in.recent_window + 1) : i + 1;
+  return std::min(window_first, in.prefill.first_exact_key(i));
+}
+
 }  // namespace
 
 void causal_attention(const AttentionInput& in, float* out, Workers& workers) {
   const int blocks = (in.tokens + kAttentionQueryRows - 1) / kAttentionQueryRows;
   const int group = in.q_heads / in.kv_heads;
   const int dim = in.head_dim;
-  const int window = in.recent_window;
-  const bool mix_keys = window > 0 && in.k_cache != in.k;
-  const bool mix_values = window > 0 && in.v_cache != in.v;
+  const bool mixes = in.recent_window > 0 || in.prefill.exact_chunk > 0;
+  const bool mix_keys = mixes && in.k_cache != in.k;
+  const bool mix_values = mixes && in.v_cache != in.v;
   workers.run(static_cast<std::size_t>(in.q_heads) * static_cast<std::size_t>(blocks), [&](std::size_t item,
                                                                                            int worker) {
     const int head = static_cast<int>(item) / blocks;
@@ -51,7 +58,7 @@ void causal_attention(const AttentionInput& in, float* out, Workers& workers) {
     matmul_nt(rows, keys, dim, in.scale, q, in.q_stride, in.k_cache + column, in.kv_stride, 0.0f, scores.data(), keys);
 
     // Keys first_exact..keys-1 are the only ones a query of the block may read exact.
-    const int first_exact = std::max(0, first - window + 1);
+    const int first_exact = first_exact_key(in, first);
     const int span = keys - first_exact;
     std::vector<float>& exact = workers.floats(worker, 2);
     if (mix_keys) {
@@ -60,7 +67,7 @@ void causal_attention(const AttentionInput& in, float* out, Workers& workers) {
                 0.0f, exact.data(), span);
       for (int r = 0; r < rows; ++r) {
         const int i = first + r;
-        for (int j = std::max(0, i - window + 1); j <= i; ++j) {
+        for (int j = first_exact_key(in, i); j <= i; ++j) {
           scores[static_cast<std::size_t>(r * keys + j)] = exact[static_cast<std::size_t>(r * span + j - first_exact)];
         }
       }
@@ -77,7 +84,7 @@ void causal_attention(const AttentionInput& in, float* out, Workers& workers) {
     exact.assign(static_cast<std::size_t>(rows) * static_cast<std::size_t>(span), 0.0f);
     for (int r = 0; r < rows; ++r) {
       const int i = first + r;
-      for (int j = std::max(0, i - window + 1); j <= i; ++j) {
+      for (int j = first_exact_key(in, i); j <= i; ++j) {
         float& weight = scores[static_cast<std::size_t>(r * keys + j)];
         exact[static_cast<std::size_t>(r * span + j - first_exact)] = weight;
         weight = 0.0f;
@@ -97,7 +104,7 @@ void causal_attention_reference(const AttentionInput& in, float* out) {
     const std::ptrdiff_t column = static_cast<std::ptrdiff_t>(head / group) * dim;
     for (int i = 0; i < in.tokens; ++i) {
       const float* q = in.q + i * in.q_stride + static_cast<std::ptrdiff_t>(head) * dim;
-      const auto exact = [&](int j) { return in.recent_window > 0 && j > i - in.recent_window; };
+      const auto exact = [&](int j) { return j >= first_exact_key(in, i); };
       double largest = -std::numeric_limits<double>::infinity();
       for (int j = 0; j <= i; ++j) {
         const float* k = (exact(j) ? in.k : in.k_cache) + j * in.kv_stride + column;

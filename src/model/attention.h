@@ -4,7 +4,8 @@
 //   out[t, h] = sum_{j <= t} softmax_j(scale * q[t, h] . k[j, g]) v[j, g],  g = h / (q_heads / kv_heads)
 //
 // Which keys and values a query reads: the cache's (k_cache, v_cache), except
-// that with a recent window of W tokens (ExactTokens, window_mode recent)
+// that with a prefill rule "exact C" (engine/engine.h) query t reads keys
+// C floor(t / C)..t exact, and that with a recent window of W tokens (ExactTokens, window_mode recent)
 // query t reads the exact ones (k, v) for keys t-W+1..t, as a cache that holds
 // its W most recent tokens unquantized while decoding. Sinks and a tail window
 // are the same for every query: the hook writes the exact rows into the cache
@@ -22,6 +23,7 @@
 
 #include <cstdint>
 
+#include "engine/engine.h"
 #include "model/workers.h"
 
 namespace tqlab {
@@ -42,6 +44,7 @@ struct AttentionInput {
   const float* v_cache = nullptr;  ///< the values the cache holds (== v when exact)
   std::int64_t kv_stride = 0;
   int recent_window = 0;  ///< W > 0: query t reads keys/values t-W+1..t exact
+  PrefillRule prefill;    ///< "exact C": query t reads its own prefill piece's keys/values exact
 };
 
 /// Writes the attention output of every query head into `out` (tokens x q_stride).

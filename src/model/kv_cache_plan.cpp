@@ -57,14 +57,33 @@ std::string canonical(const LayeredSpec& spec, int dim) {
 
 }  // namespace
 
-KvCachePlan plan_kv_cache(const ModelConfig& config, const LayeredSpec& k, const LayeredSpec& v, ExactTokens exact) {
+KvCachePlan plan_kv_cache(const ModelConfig& config, const LayeredSpec& k, const LayeredSpec& v, ExactTokens exact,
+                          const std::string& engine, PrefillRule prefill, const std::string& where) {
   KvCachePlan plan;
+  const std::unique_ptr<Engine> chosen = parse_engine(engine, "engine");
+  EngineRunRequest request;
+  request.k = k.default_spec;
+  request.v = v.default_spec;
+  request.per_layer = !k.is_uniform() || !v.is_uniform();
+  request.window = exact.window;
+  request.sink = exact.sink;
+  request.prefill = prefill;
+  request.head_dim = config.head_dim;
+  request.where = where;
+  chosen->check_run(request);
+  plan.engine = chosen->bind(request.k, request.v, config.head_dim);
+  plan.cache.engine = plan.engine.get();
+  plan.cache.prefill = prefill;
   std::vector<std::string> specs;
-  plan.cache.key = resolve(plan, specs, k, config);
-  plan.cache.value = resolve(plan, specs, v, config);
+  // The engine's spellings as tqlab's specs, for the quantizers and the names results record.
+  LayeredSpec k_spec = k, v_spec = v;
+  k_spec.default_spec = chosen->quantizer_spec(k.default_spec);
+  v_spec.default_spec = chosen->quantizer_spec(v.default_spec);
+  plan.cache.key = resolve(plan, specs, k_spec, config);
+  plan.cache.value = resolve(plan, specs, v_spec, config);
   plan.cache.exact = exact;
-  plan.k = canonical(k, config.head_dim);
-  plan.v = canonical(v, config.head_dim);
+  plan.k = canonical(k_spec, config.head_dim);
+  plan.v = canonical(v_spec, config.head_dim);
   return plan;
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
 #include "metrics/attention_geometry.h"
 #include "model/workers.h"
 #include "quant/quantizer.h"
@@ -36,6 +37,10 @@ struct KvCacheQuantization {
   std::vector<std::vector<const Quantizer*>> key, value;
   ExactTokens exact;       ///< sinks and window, sweep semantics
   std::uint64_t seed = 0;  ///< the run's seed (QuantContext::seed)
+  /// An engine's own attention (engine/engine.h; not owned), or null for tqlab's:
+  /// fill_layer_cache and causal_attention. With an engine the quantizers are unused.
+  const EngineCache* engine = nullptr;
+  PrefillRule prefill;  ///< which keys of its own prefill piece a query reads exact
 };
 
 /// Packed bytes the quantizers emitted, per layer, summed over heads and chunks.

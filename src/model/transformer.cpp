@@ -123,14 +123,27 @@ void forward(const Transformer& model, std::span<const std::int32_t> tokens, con
     attention.k = attention.k_cache = ws.k.data();
     attention.v = attention.v_cache = ws.v.data();
     attention.kv_stride = kv_width;
+    if (options.cache != nullptr && options.cache->engine != nullptr) {
+      // The engine's own attention over its own cache (engine/engine.h).
+      EngineAttentionInput input{n, config.q_heads, config.kv_heads, dim, scale, ws.q.data(), q_width,
+                                 ws.k.data(), ws.v.data(), kv_width, options.cache->prefill};
+      const auto l = static_cast<std::size_t>(layer);
+      KvCacheBytes& bytes = *options.bytes;
+      options.cache->engine->attend(input, ws.attention.data(), bytes.key[l], bytes.value[l]);
+      const auto values = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(kv_width);
+      bytes.key_values[l] += values;
+      bytes.value_values[l] += values;
+    } else {
     if (options.cache != nullptr) {
       fill_layer_cache(*options.cache, layer, n, config.kv_heads, dim, kv_width, ws.k.data(), ws.v.data(),
                        ws.k_cache.data(), ws.v_cache.data(), *options.bytes, options.where, workers);
       attention.k_cache = ws.k_cache.data();
       attention.v_cache = ws.v_cache.data();
       if (options.cache->exact.mode == WindowMode::recent) attention.recent_window = options.cache->exact.window;
+      attention.prefill = options.cache->prefill;
     }
     causal_attention(attention, ws.attention.data(), workers);
+    }
     linear(n, ws.attention.data(), w.o, bias_or_null(w.o_bias), ws.h.data(), hidden, workers);
     add_in_place(static_cast<std::int64_t>(n) * hidden, ws.x.data(), ws.h.data());
 

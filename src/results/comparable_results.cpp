@@ -250,7 +250,9 @@ ComparableDocument sweep_document(const Json& document, const std::string& path,
     ComparableRow row{key, {}, {}};
     const Flattener run_flattener{include_timing, &row.context};
     for (const auto& [member, value] : run.items()) {
+      // The engine and prefill are part of the id (PlannedRun::identity).
       if (member == "id" || member == "k" || member == "v" || member == "window" || member == "sink" ||
+          member == "engine" || member == "prefill" ||
           member == "seeds" || member == "per_layer" || member == "per_head" || run_flattener.skipped(member)) {
         continue;
       }

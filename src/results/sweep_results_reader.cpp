@@ -32,6 +32,8 @@ ResultsRun read_run(const JsonReader& reader) {
   run.v = spec_text(reader.at("v"));
   run.window = reader.at("window").as_integer(0, std::numeric_limits<std::int64_t>::max());
   run.sink = reader.at("sink").as_integer(0, std::numeric_limits<std::int64_t>::max());
+  if (const auto engine = reader.find("engine")) run.engine = engine->as_string();
+  if (const auto prefill = reader.find("prefill")) run.prefill = prefill->as_string();
   for (const JsonReader& seed : reader.at("seeds").elements()) run.seeds.push_back(seed.as_unsigned());
   for (const auto& [name, value] : reader.at("bits").members()) {
     run.values.emplace_back(name, RunValue{optional_number(value), std::nullopt, std::nullopt});

@@ -24,6 +24,8 @@ struct ResultsRun {
   std::string k, v;            ///< canonical specs; a per-layer spec as its compact JSON
   std::int64_t window = 0;
   std::int64_t sink = 0;
+  std::string engine = "tqlab";     ///< "engine" (absent: tqlab)
+  std::string prefill = "quantized";  ///< "prefill" (absent: quantized)
   std::vector<std::uint64_t> seeds;
   /// The "bits" entries (bits_k, bits_v, bits_kv, bits_kv_effective, compression),
   /// then the "metrics", each in document order.

@@ -149,10 +149,30 @@ void read_data(const JsonReader& reader, const std::string& config_path, SweepDa
   }
 }
 
+// "engine" and "prefill" of a model block or a run (engine/engine.h), canonical.
+template <typename Prefill>
+void read_engine_keys(const JsonReader& reader, std::string& engine, Prefill& prefill) {
+  if (const auto found = reader.find("engine")) {
+    try {
+      engine = canonical_engine(found->as_string(), "engine");
+    } catch (const InputError& error) {
+      found->fail("{}", error.what());
+    }
+  }
+  if (const auto found = reader.find("prefill")) {
+    try {
+      prefill = parse_prefill(found->as_string(), "prefill");
+    } catch (const InputError& error) {
+      found->fail("{}", error.what());
+    }
+  }
+}
+
 void read_model(const JsonReader& reader, const std::string& config_path, SweepModelConfig& model,
                 std::optional<WindowMode>& window_mode) {
   reader.allow_only(
-      {"path", "tokens", "text", "tokenizer", "add_special", "ctx", "chunks", "score", "bos", "window_mode"});
+      {"path", "tokens", "text", "tokenizer", "add_special", "ctx", "chunks", "score", "bos", "window_mode", "engine",
+       "prefill"});
   const auto path_of = [&](const char* key, std::string& written, std::string& resolved) {
     const auto found = reader.find(key);
     if (!found) return;
@@ -192,6 +212,7 @@ void read_model(const JsonReader& reader, const std::string& config_path, SweepM
     model.score = *scoring;
   }
   if (const auto bos = reader.find("bos")) model.bos = bos->as_bool();
+  read_engine_keys(reader, model.engine, model.prefill);
   if (const auto mode = reader.find("window_mode")) {
     window_mode = parse_window_mode(mode->as_string());
     if (!window_mode) {
@@ -281,7 +302,8 @@ void read_grid(const JsonReader& reader, std::vector<SweepRunConfig>& runs) {
       for (std::size_t wi = 0; wi < windows.size(); ++wi) {
         for (std::size_t si = 0; si < sinks.size(); ++si) {
           runs.push_back({k[ki], v[vi], windows[wi], sinks[si],
-                          fmt::format("grid (k[{}], v[{}], window[{}], sink[{}])", ki, vi, wi, si)});
+                          fmt::format("grid (k[{}], v[{}], window[{}], sink[{}])", ki, vi, wi, si), "",
+                          std::nullopt});
         }
       }
     }
@@ -311,15 +333,16 @@ void read_runs(const JsonReader& reader, const std::string& path, std::vector<Sw
   for (const JsonReader& run : reader.elements()) {
     SweepRunConfig config;
     if (run.is_object() && run.has("allocation")) {
-      run.allow_only({"allocation", "window", "sink"});
+      run.allow_only({"allocation", "window", "sink", "engine", "prefill"});
       read_allocation_run(run.at("allocation"), path, config);
     } else {
-      run.allow_only({"k", "v", "window", "sink"});
+      run.allow_only({"k", "v", "window", "sink", "engine", "prefill"});
       config.k = read_layered_spec(run.at("k"));
       config.v = read_layered_spec(run.at("v"));
     }
     if (const auto window = run.find("window")) config.window = read_token_count(*window);
     if (const auto sink = run.find("sink")) config.sink = read_token_count(*sink);
+    read_engine_keys(run, config.engine, config.prefill);
     config.origin = run.path();
     runs.push_back(std::move(config));
   }
@@ -342,6 +365,25 @@ std::string describe_sweep_inputs(const SweepConfig& config) {
   return fmt::format("model '{}' on {} '{}'", printable(model.path), text ? "text" : "tokens",
                      printable(text ? model.text : model.tokens));
 }
+
+namespace {
+
+// Runs without their own "engine"/"prefill" take the model block's. An engine other than tqlab
+// changes the model's attention, so it needs a model block and no offline metric family (which
+// measure tqlab's own fake quantization on a dump).
+void apply_engine_defaults(SweepConfig& config, const JsonReader& root) {
+  const bool offline = config.metrics.reconstruction || config.metrics.attention || config.metrics.needle;
+  for (SweepRunConfig& run : config.runs) {
+    if (run.engine.empty()) run.engine = config.model ? config.model->engine : "tqlab";
+    if (!run.prefill) run.prefill = config.model ? config.model->prefill : PrefillRule{};
+    if (!is_default_engine(run.engine) && (!config.model || offline)) {
+      root.fail("{}: engine {} runs end to end only: give a \"model\" block and switch the offline metric families "
+                "off (metrics.reconstruction, attention and needle false)", run.origin, run.engine);
+    }
+  }
+}
+
+}  // namespace
 
 SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string& path, bool require_runs) {
   const JsonReader root(document, path);
@@ -403,6 +445,7 @@ SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string
     if (written.empty()) out->fail("the output path is empty");
     config.out = resolve_against(path, written);
   }
+  apply_engine_defaults(config, root);
   return config;
 }
 

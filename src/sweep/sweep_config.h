@@ -31,6 +31,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "engine/engine.h"
 #include "kv/kv_dump.h"
 #include "kv/layered_spec.h"
 #include "metrics/attention_geometry.h"
@@ -55,6 +56,8 @@ struct SweepRunConfig {
   int window = 0;  ///< tokens kept exact (keys and values), see WindowMode
   int sink = 0;    ///< the first `sink` tokens of each sequence kept exact
   std::string origin;  ///< "grid (k[0], v[1], window[0], sink[0])" or "runs[3]", for messages
+  std::string engine;  ///< canonical engine spelling (engine/engine.h); "" until the model block's default is applied
+  std::optional<PrefillRule> prefill;  ///< unset: the model block's
 };
 
 struct MetricsConfig {
@@ -87,6 +90,8 @@ struct SweepModelConfig {
   Scoring score = Scoring::second_half;  ///< which predictions of a chunk are scored
   bool bos = false;                     ///< replace each chunk's first token by the config's bos_token_id
   bool from_flags = false;              ///< given as tqlab ppl's flags: messages name --ctx, not model.ctx
+  std::string engine = "tqlab";         ///< the runs' engine unless a run names its own (canonical)
+  PrefillRule prefill;                  ///< the runs' prefill unless a run names its own
 };
 
 struct SweepConfig {

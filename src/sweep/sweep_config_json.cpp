@@ -15,6 +15,12 @@ Json spec_json(const std::string& canonical) {
   return Json::parse(canonical);
 }
 
+void add_engine_json(const PlannedRun& run, Json& out) {
+  // Written only when not the default (tqlab, quantized): documents of tqlab's own runs stay as they were.
+  if (!is_default_engine(run.engine)) out["engine"] = run.engine;
+  if (run.prefill != PrefillRule{}) out["prefill"] = run.prefill.spelling();
+}
+
 std::string path_for_document(const std::string& written, const std::string& resolved, const std::string& out) {
   namespace fs = std::filesystem;
   // As the user wrote it: an absolute path stays absolute, a relative one stays relative.
@@ -96,6 +102,7 @@ Json sweep_config_json(const SweepPlan& plan) {
   Json runs = Json::array();
   for (const PlannedRun& run : plan.runs) {
     runs.push_back({{"k", spec_json(run.k)}, {"v", spec_json(run.v)}, {"window", run.window}, {"sink", run.sink}});
+    add_engine_json(run, runs.back());
   }
   Json out;
   out["name"] = config.name;

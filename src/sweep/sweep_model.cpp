@@ -68,7 +68,8 @@ std::unique_ptr<SweepModel> open_sweep_model(const SweepConfig& config) {
                               options.bos, 2, options.names);
   const WindowMode mode = config.metrics.attention_options.window_mode;
   for (const SweepRunConfig& run : config.runs) {
-    model->runs.push_back(plan_kv_cache(model_config, run.k, run.v, ExactTokens{run.sink, run.window, mode}));
+    model->runs.push_back(plan_kv_cache(model_config, run.k, run.v, ExactTokens{run.sink, run.window, mode},
+                                        run.engine, run.prefill.value_or(PrefillRule{}), run.origin));
   }
   model->identity = model_identity(*model->source, block.path);
   return model;

@@ -117,7 +117,13 @@ void require_distinct_runs(const SweepPlan& plan) {
 
 }  // namespace
 
-std::string PlannedRun::identity() const { return fmt::format("k={} v={} window={} sink={}", k, v, window, sink); }
+std::string PlannedRun::identity() const {
+  std::string id = fmt::format("k={} v={} window={} sink={}", k, v, window, sink);
+  // Only what differs from the default, so documents of tqlab's own runs keep their ids.
+  if (!is_default_engine(engine)) id += " engine=" + engine;
+  if (prefill != PrefillRule{}) id += " prefill=" + prefill.spelling();
+  return id;
+}
 
 double attention_scale(const AttentionConfig& attention, int key_dim) {
   return attention.scale ? *attention.scale : 1.0 / std::sqrt(static_cast<double>(key_dim));
@@ -150,6 +156,8 @@ SweepPlan plan_sweep(SweepConfig config, const PlanOptions& options) {
       planned.v = plan.model->runs[r].v;
       planned.window = cfg.runs[r].window;
       planned.sink = cfg.runs[r].sink;
+      planned.engine = cfg.runs[r].engine;
+      planned.prefill = cfg.runs[r].prefill.value_or(PrefillRule{});
       planned.origin = cfg.runs[r].origin;
       plan.runs.push_back(std::move(planned));
     }
@@ -172,6 +180,8 @@ SweepPlan plan_sweep(SweepConfig config, const PlanOptions& options) {
     planned.v = canonical(plan, run.v, Role::value);
     planned.window = run.window;
     planned.sink = run.sink;
+    planned.engine = run.engine;
+    planned.prefill = run.prefill.value_or(PrefillRule{});
     planned.origin = run.origin;
     const int synthetic = quantizer_index(plan, run.k.default_spec);
     try {

@@ -30,6 +30,8 @@ struct PlannedRun {
   std::string v;       ///< canonical V spec
   int window = 0;
   int sink = 0;
+  std::string engine = "tqlab";  ///< canonical engine spelling (engine/engine.h)
+  PrefillRule prefill;
   std::string origin;  ///< where the config asked for it
   /// Quantizer (index into SweepPlan::quantizers) per [layer index][kv head], for K and V.
   std::vector<std::vector<int>> k_quantizer, v_quantizer;
@@ -38,7 +40,8 @@ struct PlannedRun {
   int synthetic_needle_quantizer = -1;
 
   ExactTokens exact(WindowMode mode) const { return {sink, window, mode}; }
-  /// "k=tq:b=3 v=tq:b=3 window=0 sink=0": what identifies a run within a sweep.
+  /// "k=tq:b=3 v=tq:b=3 window=0 sink=0": what identifies a run within a sweep; a run with
+  /// another engine or prefill than the default adds " engine=llama.cpp prefill=exact 64".
   std::string identity() const;
 };
 

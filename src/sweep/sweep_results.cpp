@@ -81,6 +81,7 @@ Json run_json(const SweepPlan& plan, const RunResult& result) {
   out["v"] = spec_json(run.v);
   out["window"] = run.window;
   out["sink"] = run.sink;
+  add_engine_json(run, out);
   out["seeds"] = plan.config.seeds;
   out["origin"] = run.origin;
   out["bits"] = bits_json(result.bits);

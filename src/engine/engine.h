@@ -1,0 +1,114 @@
+// Engines: what a serving engine does around a KV-cache format (docs/ENGINES.md).
+//
+// A block format (quant/) is a plain quantizer whose bytes its owner defines. An
+// engine is the policy around it: which channel order the cache stores, what it
+// rotates, what the query is converted to before K.Q, in what precision the
+// weighted values are summed, which tokens read the quantized cache. One object
+// per engine, each rule citing the source file and function it follows:
+//   tqlab      tqlab's own semantics (model/kv_hook.h, model/attention.h): any
+//              spec, windows and sinks, exact float attention over the decoded cache;
+//   llama.cpp  llama.cpp's CPU flash-attention path (engine/llamacpp_engine.h).
+// A new engine (vLLM's presets, say) is one more class here and one row in
+// kEngines (engine.cpp).
+//
+// Prefill: how the queries of a chunk see the chunk's own keys and values.
+//   quantized  every query reads the quantized cache, its own token included
+//              (llama.cpp: a batch is written to the cache before attention reads it);
+//   exact C    the chunk is prefilled in pieces of C tokens; a query reads its own
+//              piece's keys and values exact and the quantized cache only for earlier
+//              pieces (a server's chunked prefill attending its fresh K/V).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tqlab {
+
+/// Which tokens a query reads exact, besides what the cache holds.
+struct PrefillRule {
+  int exact_chunk = 0;  ///< 0: "quantized"; C > 0: "exact C"
+
+  /// The first key query t reads exact (t + 1: none).
+  int first_exact_key(int t) const { return exact_chunk > 0 ? t - t % exact_chunk : t + 1; }
+  /// "quantized" or "exact C".
+  std::string spelling() const;
+  bool operator==(const PrefillRule&) const = default;
+};
+
+/// Parses "quantized" or "exact C" (C >= 1); InputError naming `option`.
+PrefillRule parse_prefill(const std::string& text, const std::string& option);
+
+/// One layer's attention inputs, token-major as the forward keeps them: q is
+/// tokens x q_stride with query head h at column h * head_dim; k, v are tokens x
+/// kv_stride with kv head g at column g * head_dim; channels in Hugging Face's
+/// order (post-RoPE, rotate-half pairs i and i + head_dim/2). Query head h reads
+/// kv head h / (q_heads / kv_heads).
+struct EngineAttentionInput {
+  int tokens = 0;
+  int q_heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  float scale = 1.0f;  ///< 1/sqrt(head_dim)
+  const float* q = nullptr;
+  std::int64_t q_stride = 0;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  std::int64_t kv_stride = 0;
+  PrefillRule prefill;
+};
+
+/// An engine bound to one run's K and V cache types: computes a layer's attention
+/// the way the engine does.
+class EngineCache {
+ public:
+  virtual ~EngineCache() = default;
+  /// out: tokens x q_stride, like q. Adds the bytes the engine's cache holds for
+  /// this layer's keys and values to key_bytes / value_bytes.
+  virtual void attend(const EngineAttentionInput& input, float* out, std::uint64_t& key_bytes,
+                      std::uint64_t& value_bytes) const = 0;
+};
+
+/// What a run asks of an engine, for its checks.
+struct EngineRunRequest {
+  std::string k, v;  ///< the K and V specs as given (one spec for every layer and head)
+  bool per_layer = false;  ///< K or V given per layer or head
+  int window = 0, sink = 0;
+  PrefillRule prefill;
+  int head_dim = 0;  ///< 0: not known yet (checked again when the model is)
+  std::string where;  ///< names the run in messages: "--k/--v", "runs[2]"
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  /// The canonical spelling, options included: parse_engine(spelling())->spelling() == spelling().
+  virtual std::string spelling() const = 0;
+  /// One sentence: what this engine runs (cache types, options), for messages and `tqlab list`.
+  virtual std::string supports() const = 0;
+  /// tqlab's spec for a cache type this engine spells its own way (llama.cpp's "f16" is "fp16").
+  virtual std::string quantizer_spec(const std::string& cache_type) const { return cache_type; }
+  /// The cache types --k/--v take with this engine; empty: any tqlab spec.
+  virtual std::vector<std::string> cache_types() const { return {}; }
+  /// InputError, naming request.where and what the engine supports, for a run it cannot run.
+  virtual void check_run(const EngineRunRequest& request) const = 0;
+  /// The engine's attention for the run's K and V (checked by check_run), or null when
+  /// the engine leaves attention to tqlab's own path (model/kv_hook.h, model/attention.h).
+  virtual std::unique_ptr<EngineCache> bind(const std::string& k, const std::string& v, int head_dim) const = 0;
+};
+
+/// "tqlab" (the default: an empty text too), "llama.cpp", "llama.cpp:rot=off", ...;
+/// InputError naming `option` and the engines there are.
+std::unique_ptr<Engine> parse_engine(const std::string& text, const std::string& option);
+
+/// The canonical spelling of `text` ("" -> "tqlab"); InputError as parse_engine.
+std::string canonical_engine(const std::string& text, const std::string& option);
+
+/// The name of every engine, in table order.
+std::vector<std::string> engine_names();
+
+/// True for the default engine's spelling ("tqlab" or "").
+bool is_default_engine(const std::string& spelling);
+
+}  // namespace tqlab
