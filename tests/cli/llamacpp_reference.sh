@@ -70,7 +70,7 @@ import json, sys
 doc = json.load(open("run.json"))
 run = doc["runs"][0]
 m = run["metrics"]
-print(sys.argv[1], doc["end_to_end"]["base"]["ppl"]["value"] if "end_to_end" in doc else "nan",
+print(sys.argv[1], doc["e2e"]["base"]["ppl"],
       m["e2e_ppl"]["mean"], m["e2e_kld"]["mean"])' "$run" >>tqlab.txt || fail "reading tqlab's document for $run"
 done
 
