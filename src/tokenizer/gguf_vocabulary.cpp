@@ -23,7 +23,51 @@ using nlohmann::json;
 // llama_token_type (llama.cpp include/llama.h), as tokenizer.ggml.token_type stores it.
 constexpr std::int64_t kControl = 3;
 constexpr std::int64_t kUserDefined = 4;
+constexpr std::int64_t kUnknown = 2;
 constexpr std::int64_t kByte = 6;
+
+// Tokens llama.cpp makes CONTROL by their text whatever token_type says (llama_vocab::impl::load, "auto-detect
+// special tokens by text" and the end-of-generation list): a role's texts count only when the file does not
+// name that role's token by its key ("" : always).
+struct ControlByText {
+  const char* key;
+  std::vector<std::string_view> texts;
+};
+
+const std::vector<ControlByText>& control_by_text() {
+  static const std::vector<ControlByText> table = {
+      {"tokenizer.ggml.eot_token_id",
+       {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>",
+        "[EOT]", "<\uff5cend\u2581of\u2581sentence\uff5c>", "<end_of_utterance>"}},
+      {"tokenizer.ggml.eom_token_id", {"<|eom_id|>"}},
+      {"tokenizer.ggml.fim_pre_token_id",
+       {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\uff5cfim\u2581begin\uff5c>", "<PRE>",
+        "\u2581<PRE>", "<|code_prefix|>", "<|prefix|>"}},
+      {"tokenizer.ggml.fim_suf_token_id",
+       {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\uff5cfim\u2581hole\uff5c>", "<SUF>",
+        "\u2581<SUF>", "<|code_suffix|>", "<|suffix|>"}},
+      {"tokenizer.ggml.fim_mid_token_id",
+       {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\uff5cfim\u2581end\uff5c>", "<MID>",
+        "\u2581<MID>", "<|code_middle|>", "<|middle|>"}},
+      {"tokenizer.ggml.fim_pad_token_id", {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}},
+      {"tokenizer.ggml.fim_rep_token_id", {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
+      {"tokenizer.ggml.fim_sep_token_id", {"<|file_sep|>"}},
+      {"",
+       {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
+        "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
+        "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+        "<\uff5cend\u2581of\u2581sentence\uff5c>", "[e~["}},
+  };
+  return table;
+}
+
+bool is_control_by_text(const GgufFile& file, std::string_view text) {
+  for (const ControlByText& role : control_by_text()) {
+    if (*role.key != '\0' && file.find(role.key) != nullptr) continue;
+    if (std::find(role.texts.begin(), role.texts.end(), text) != role.texts.end()) return true;
+  }
+  return false;
+}
 
 // The regexes llm_tokenizer_bpe's constructor (llama-vocab.cpp) gives each supported pre-tokenizer
 // name, in the order llama.cpp applies them (each one cuts the pieces the previous one left).
@@ -219,14 +263,15 @@ nlohmann::json gguf_tokenizer_document(const GgufFile& file) {
   }
   document["model"] = std::move(model);
 
+  // The tokens llama.cpp looks for in the text before BPE (its cache_special_tokens: control, user-defined
+  // and unknown tokens); control and unknown ones are special (left out by decode with --skip-special).
   json added = json::array();
-  if (types != nullptr) {
-    for (std::size_t id = 0; id < count; ++id) {
-      const std::int64_t type = types->as_signed(id);
-      if (type != kControl && type != kUserDefined) continue;
-      added.push_back({{"id", id}, {"content", tokens[id]}, {"single_word", false}, {"lstrip", false},
-                       {"rstrip", false}, {"normalized", false}, {"special", type == kControl}});
-    }
+  for (std::size_t id = 0; id < count; ++id) {
+    const std::int64_t type = types != nullptr ? types->as_signed(id) : 1;
+    const bool control = type == kControl || type == kUnknown || is_control_by_text(file, tokens[id]);
+    if (!control && type != kUserDefined) continue;
+    added.push_back({{"id", id}, {"content", tokens[id]}, {"single_word", false}, {"lstrip", false},
+                     {"rstrip", false}, {"normalized", false}, {"special", control}});
   }
   document["added_tokens"] = std::move(added);
 
