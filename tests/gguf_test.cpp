@@ -160,7 +160,8 @@ TEST(GgufTest, RefusesArrayCountsTheFileCannotHold) {
   builder.kv_raw("tokenizer.ggml.tokens", 9, le_bytes<std::uint32_t>(8) + le_bytes<std::uint64_t>(1ull << 50));
   EXPECT_CONTAINS(refusal(builder.bytes()), "declares 1125899906842624 string elements");
   builder = GgufBuilder();
-  builder.kv_raw("tokenizer.ggml.scores", 9, le_bytes<std::uint32_t>(6) + le_bytes<std::uint64_t>(1ull << 40) + "12345678");
+  const std::string huge_f32_array = le_bytes<std::uint32_t>(6) + le_bytes<std::uint64_t>(1ull << 40) + "12345678";
+  builder.kv_raw("tokenizer.ggml.scores", 9, huge_f32_array);
   EXPECT_CONTAINS(refusal(builder.bytes()), "declares 1099511627776 f32 elements");
 }
 

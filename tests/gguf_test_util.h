@@ -20,7 +20,9 @@ std::string le_bytes(T value) {
   return out;
 }
 
-inline std::string gguf_string(std::string_view text) { return le_bytes<std::uint64_t>(text.size()) + std::string(text); }
+inline std::string gguf_string(std::string_view text) {
+  return le_bytes<std::uint64_t>(text.size()) + std::string(text);
+}
 
 /// One GGUF file under construction.
 struct GgufBuilder {

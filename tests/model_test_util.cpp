@@ -73,7 +73,8 @@ void write_checkpoint(const std::string& dir, const nlohmann::json& config, cons
     shapes.push_back(shape);
     bytes.push_back(encode_floats(values, options.dtype));
   };
-  for (const ExpectedWeight& weight : expected_weights(parsed, NamingConvention::hugging_face)) add(weight.name, weight.shape);
+  for (const ExpectedWeight& weight : expected_weights(parsed, NamingConvention::hugging_face))
+    add(weight.name, weight.shape);
   for (const std::string& name : options.extra) add(name, {4});
 
   const int shards = std::max(1, options.shards);

@@ -146,8 +146,8 @@ int inspect_gguf(const GgufFile& file, bool json) {
     out["alignment"] = file.alignment();
     out["metadata"] = nlohmann::json::object();
     for (const GgufMetadata& entry : file.metadata()) {
-      out["metadata"][json_text(entry.key)] = {{"type", entry.value.is_array() ? "array" : gguf_type_name(entry.value.type)},
-                                                {"value", json_text(describe_gguf_value(entry.value))}};
+      const std::string type = entry.value.is_array() ? "array" : std::string(gguf_type_name(entry.value.type));
+      out["metadata"][json_text(entry.key)] = {{"type", type}, {"value", json_text(describe_gguf_value(entry.value))}};
     }
     out["tensors"] = nlohmann::json::array();
     for (const GgufTensor& tensor : file.tensors()) {
@@ -225,7 +225,7 @@ void setup_inspect(CLI::App& app, int& exit_code) {
   auto* command = app.add_subcommand(
       "inspect",
       command_description(
-          "List a file's tensors: dtype, shape, NaN/Inf count, min/max/mean/rms (GGUF: metadata, type, shape, bytes)",
+          "List a file's tensors: dtype, shape, NaN/Inf, min/max/mean/rms (GGUF: also metadata and bytes)",
           "For K/V pairs, per layer the norm ratio and outlier key channels. Exit 2 on bad files or NaN/Inf.",
           "tqlab-inspect"));
   command->add_option("file", options->path, "Tensor file (.npy, .npz, .safetensors or .gguf)")->required();

@@ -16,8 +16,10 @@ std::optional<bool> TokenSourceFlags::add_special_choice() const {
 void add_token_source_flags(CLI::App& command, TokenSourceFlags& flags) {
   command.add_option("--tokens", flags.tokens, "Token ids: FILE.npy (1-D integers) or FILE.safetensors:NAME");
   command.add_option("--text", flags.text,
-                     "A text file, tokenized by the model's tokenizer.json (instead of --tokens)");
-  command.add_option("--tokenizer", flags.tokenizer, "With --text: another tokenizer.json, or a folder holding one");
+                     "A text file, tokenized by the model's tokenizer.json or GGUF-embedded tokenizer "
+                     "(instead of --tokens)");
+  command.add_option("--tokenizer", flags.tokenizer,
+                     "With --text: another tokenizer.json, a folder holding one, or a GGUF file");
   auto* add = command.add_flag("--add-special", flags.add_special, "With --text: add the tokenizer's special tokens");
   auto* none = command.add_flag("--no-add-special", flags.no_add_special,
                                 "With --text: add none (default: what the tokenizer's post-processor adds)");

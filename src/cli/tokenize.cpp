@@ -240,7 +240,10 @@ void setup_tokenize(CLI::App& app, int& exit_code) {
       "tokenize", command_description(
                       "The token ids of a text by a Hugging Face tokenizer.json, and back",
                       "BPE of Llama 2/3, Mistral and Qwen2/3; --decode turns ids back into text.", "tqlab-tokenize"));
-  command->add_option("--tokenizer", options->tokenizer, "tokenizer.json, or a model folder holding one")->required();
+  command
+      ->add_option("--tokenizer", options->tokenizer,
+                   "tokenizer.json, a model folder holding one, or a GGUF file (its embedded tokenizer)")
+      ->required();
   command->add_option("--text", options->text, "Text file to encode (bytes; see the reference for non-UTF-8)");
   command->add_option("--decode", options->decode,
                       "Ids to decode: .npy/.npz/.safetensors with one integer tensor, else decimal ids "

@@ -41,7 +41,8 @@ class ConfigReader {
     const std::string name = key(suffix);
     const auto value = file_.get_integer(name);
     if (!value) return std::nullopt;
-    if (*value < 1 || *value > kMaxSize) fail("{}: metadata '{}' is {}; expected 1 to {}", where(), name, *value, kMaxSize);
+    if (*value < 1 || *value > kMaxSize)
+      fail("{}: metadata '{}' is {}; expected 1 to {}", where(), name, *value, kMaxSize);
     return static_cast<int>(*value);
   }
   int required_size(std::string_view suffix) const {

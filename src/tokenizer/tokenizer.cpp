@@ -8,13 +8,16 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/log.h"
 #include "core/sha256.h"
 #include "core/text.h"
+#include "io/gguf.h"
 #include "io/json_reader.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/decoder.h"
+#include "tokenizer/gguf_vocabulary.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/pre_tokenizer.h"
@@ -59,6 +62,17 @@ std::string resolve_path(const std::string& path) {
     return file;
   }
   return path;
+}
+
+// True when `path` is a regular file starting with the GGUF magic (as model/weight_source.cpp tells them).
+bool is_gguf_file(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return false;
+  const MappedFile file(path);
+  std::byte magic[4] = {};
+  if (file.size() < sizeof magic) return false;
+  file.read(0, magic);
+  return looks_like_gguf(magic, sizeof magic);
 }
 
 bool is_null_or_absent(const JsonReader& json, std::string_view key) {
@@ -117,6 +131,12 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::string& path) {
+  if (is_gguf_file(path)) {
+    // The embedded tokenizer as the tokenizer.json it stands for; its sha256 is that document's (compact
+    // JSON text), which changes with the tokenizer and not with the weights, and costs no pass over the file.
+    const nlohmann::json document = tokenizer::gguf_tokenizer_document(*GgufFile::open(path));
+    return from_document(document, path, bytes_sha256(document.dump()));
+  }
   const std::string file = resolve_path(path);
   const nlohmann::json document = read_json_file(file, kKind);
   return from_document(document, file, file_sha256(file));

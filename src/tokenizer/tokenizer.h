@@ -43,8 +43,9 @@ using EncodeProgress = std::function<void(std::size_t done, std::size_t total)>;
 
 class Tokenizer {
  public:
-  /// Reads `path`, a tokenizer.json or a folder holding one. InputError naming
-  /// the file and the JSON path on any defect or unsupported component.
+  /// Reads `path`, a tokenizer.json, a folder holding one, or a GGUF file (told by its
+  /// magic) whose embedded tokenizer is read (gguf_vocabulary.h). InputError naming
+  /// the file and the JSON path or GGUF key on any defect or unsupported component.
   static Tokenizer load(const std::string& path);
   /// The same from the file's text, `name` standing for the file in messages (a fuzz
   /// target feeds it bytes; tests, documents written in memory).
@@ -79,9 +80,10 @@ class Tokenizer {
   /// every id is in [0, vocab_size()).
   std::int64_t vocab_size() const;
 
-  /// SHA-256 of the tokenizer.json bytes, 64 lowercase hex digits.
+  /// SHA-256 of the tokenizer.json bytes, 64 lowercase hex digits; for a GGUF, of the
+  /// compact JSON text of the document gguf_vocabulary.h builds from its metadata.
   const std::string& sha256() const;
-  /// The tokenizer.json file read (the folder's file when a folder was given).
+  /// The tokenizer.json file read (the folder's file when a folder was given), or the GGUF.
   const std::string& path() const;
 
   /// True when any bytes can be encoded (see the header comment), false when

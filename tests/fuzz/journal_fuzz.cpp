@@ -8,7 +8,7 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "sweep/sweep_journal.h"
+#include "job/sweep_journal.h"
 
 namespace {
 

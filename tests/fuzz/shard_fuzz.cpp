@@ -9,7 +9,7 @@
 
 #include "allocate/profile_shard.h"
 #include "fuzz_support.h"
-#include "sweep/shard_document.h"
+#include "job/shard_document.h"
 
 namespace {
 
