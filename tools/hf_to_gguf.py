@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Convert a Hugging Face Llama-style checkpoint folder to a GGUF v3 file llama.cpp loads.
 
-Usage: tools/hf_to_gguf.py MODEL_DIR OUT.gguf [--dtype f32|f16]
+Usage: tools/hf_to_gguf.py MODEL_DIR OUT.gguf [--dtype f32|f16|bf16|q8_0|q4_0|q4_k|q6_k] [--ggml LIB]
+                          [--dequantized DIR]
 
 Reads MODEL_DIR/config.json, the safetensors weights (one file or an index and shards; F32, F16 or
 BF16 under transformers' names) and MODEL_DIR/tokenizer.json (a byte-level BPE), and writes one GGUF v3 file:
@@ -22,8 +23,15 @@ What it follows (llama.cpp, read as a reference, nothing copied):
   tokenizer's byte-level strings, token types NORMAL, the merges as "a b" strings, pre-tokenizer
   name "default") and src/llama-vocab.cpp llama_vocab::impl::load, which requires the merges key.
 
-With --dtype f16, matrices are stored as F16 and vectors (the norms) stay F32, as llama.cpp's
-converter does for its F16 output (file type MOSTLY_F16).
+With --dtype f16 or bf16, matrices are stored as F16 (BF16) and vectors (the norms) stay F32, as
+llama.cpp's converter does for its F16 output (file type MOSTLY_F16). With q8_0 or q4_0, matrices are
+quantized by ggml's reference quantizers restated in numpy (tools/ggml_quantize.py); q4_k and q6_k
+need --ggml LIB, llama.cpp's libggml-base.so (tools/llamacpp_reference's package), whose own
+quantizer and decoder are called. A matrix whose rows are not a multiple of the type's block falls
+back to F16 (llama-quantize first tries a type of blocks of 32, src/llama-quant.cpp; for the bundled
+model's 688-wide down projection that fails too); vectors stay F32.
+--dequantized DIR writes beside it the Hugging Face folder of the weights the file decodes to
+(F32 safetensors, the config and the tokenizer copied): the same model, exactly, for the tests.
 """
 
 import argparse
@@ -34,6 +42,8 @@ import sys
 
 import numpy as np
 
+from ggml_quantize import GGML_LIBRARY_TYPES, QUANTIZERS, ggml_quantizer
+from kv_dump_format import write_safetensors
 from reference_forward import read_weights  # tools/: the one safetensors reader of our Python tools
 
 GGUF_MAGIC = b"GGUF"
@@ -43,8 +53,8 @@ ALIGNMENT = 32
 # gguf-py/gguf/constants.py GGUFValueType
 UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY = 4, 5, 6, 7, 8, 9
 # gguf-py/gguf/constants.py GGMLQuantizationType and LlamaFileType
-GGML_TYPE = {"f32": 0, "f16": 1}
-FILE_TYPE = {"f32": 0, "f16": 1}
+GGML_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8, "q4_k": 12, "q6_k": 14, "bf16": 30}
+FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "q4_k": 14, "q6_k": 18, "bf16": 32}
 TOKEN_TYPE_NORMAL = 1
 
 
@@ -189,6 +199,18 @@ def gguf_tensors(config, hf):
     return out
 
 
+def stored_form(array, dtype):
+    """(ggml type name, bytes, the decoded float32 array) of one tensor in a file of `dtype`."""
+    stored = dtype if array.ndim >= 2 else "f32"
+    if stored in QUANTIZERS and array.shape[-1] % getattr(QUANTIZERS[stored], "block", 32):
+        stored = "f16"
+    if stored in QUANTIZERS:
+        data, decoded = QUANTIZERS[stored](array.reshape(-1, array.shape[-1]))
+        return stored, data, decoded.reshape(array.shape)
+    kept = np.ascontiguousarray(array, dtype=np.float16 if stored == "f16" else np.float32)
+    return stored, kept.tobytes(), kept.astype(np.float32)
+
+
 def write_gguf(path, kv_pairs, tensors, dtype):
     def padding(n):
         return (ALIGNMENT - n % ALIGNMENT) % ALIGNMENT
@@ -197,8 +219,7 @@ def write_gguf(path, kv_pairs, tensors, dtype):
     payloads = []
     offset = 0
     for name, array in tensors:
-        stored = dtype if array.ndim >= 2 else "f32"
-        data = np.ascontiguousarray(array, dtype=np.float16 if stored == "f16" else np.float32).tobytes()
+        stored, data, _ = stored_form(array, dtype)
         # ggml's ne[0] is the fastest-moving dimension: numpy's shape reversed.
         dims = list(reversed(array.shape))
         infos += gguf_string(name) + struct.pack("<I", len(dims))
@@ -216,11 +237,24 @@ def write_gguf(path, kv_pairs, tensors, dtype):
     os.replace(tmp, path)
 
 
+def write_dequantized(folder, model_dir, hf, dtype):
+    """The Hugging Face folder of the weights a `dtype` file decodes to. Quantization works along rows
+    and the RoPE permutation moves whole rows, so each HF matrix is decoded in its own row order."""
+    os.makedirs(folder, exist_ok=True)
+    for name in ("config.json", "tokenizer.json"):
+        with open(f"{model_dir}/{name}", "rb") as source, open(f"{folder}/{name}", "wb") as target:
+            target.write(source.read())
+    weights = {name: stored_form(array, dtype)[2] for name, array in hf.items()}
+    write_safetensors(f"{folder}/model.safetensors", weights)
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model_dir")
     parser.add_argument("out")
     parser.add_argument("--dtype", choices=sorted(GGML_TYPE), default="f32")
+    parser.add_argument("--dequantized", metavar="DIR", help="also write the decoded weights as an HF folder")
+    parser.add_argument("--ggml", metavar="LIB", help="libggml-base.so, whose quantizers q4_k and q6_k use")
     args = parser.parse_args(argv)
     try:
         with open(f"{args.model_dir}/config.json") as f:
@@ -234,9 +268,15 @@ def main(argv):
         if archs[:1] != ["LlamaForCausalLM"]:
             raise ConvertError(f"{args.model_dir}/config.json: architectures {archs!r} "
                                "(expected LlamaForCausalLM)")
+        if args.dtype in GGML_LIBRARY_TYPES:
+            if not args.ggml:
+                raise ConvertError(f"--dtype {args.dtype} needs --ggml LIB (llama.cpp's libggml-base.so)")
+            QUANTIZERS[args.dtype] = ggml_quantizer(args.ggml, args.dtype)
         hf = read_weights(args.model_dir)
         name = args.model_dir.rstrip("/").split("/")[-1]
         write_gguf(args.out, metadata(config, tokenizer, args.dtype, name), gguf_tensors(config, hf), args.dtype)
+        if args.dequantized:
+            write_dequantized(args.dequantized, args.model_dir, hf, args.dtype)
     except (ConvertError, OSError, KeyError, ValueError) as error:
         print(f"hf_to_gguf: {error}", file=sys.stderr)
         return 2

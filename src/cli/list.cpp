@@ -48,7 +48,8 @@ nlohmann::json to_json(const std::vector<MethodInfo>& methods) {
   out["engines"] = nlohmann::json::array();
   for (const std::string& name : engine_names()) {
     const std::unique_ptr<Engine> engine = parse_engine(name, "engine");
-    out["engines"].push_back({{"name", name}, {"supports", engine->supports()}, {"cache_types", engine->cache_types()}});
+    out["engines"].push_back(
+        {{"name", name}, {"supports", engine->supports()}, {"cache_types", engine->cache_types()}});
   }
   return out;
 }
@@ -78,7 +79,9 @@ void print_table(const std::vector<MethodInfo>& methods) {
     }
   }
   fmt::print("\nEngines (--engine; docs/ENGINES.md):\n");
-  for (const std::string& name : engine_names()) fmt::print("  {}: {}\n", name, parse_engine(name, "engine")->supports());
+  for (const std::string& name : engine_names()) {
+    fmt::print("  {}: {}\n", name, parse_engine(name, "engine")->supports());
+  }
 }
 
 int run_list(const ListOptions& options) {

@@ -30,8 +30,8 @@ void flash_attention_head(const FlashAttentionHead& head, float* out) {
     for (int j = 0; j <= t; ++j) {
       const bool exact = j >= first_exact;
       const float* key = exact ? row(head.k_exact, j) : row(head.k_cache, j);
-      const float* minimums = !exact && head.k_minimums != nullptr ? head.k_minimums + static_cast<std::ptrdiff_t>(j) * blocks
-                                                                   : nullptr;
+      const bool has_minimums = !exact && head.k_minimums != nullptr;
+      const float* minimums = has_minimums ? head.k_minimums + static_cast<std::ptrdiff_t>(j) * blocks : nullptr;
       const float* value = exact ? row(head.v_exact, j) : row(head.v_cache, j);
       const float s = key_query_dot(dim, key, minimums, query) * head.scale;
       float ms = 1.0f;
