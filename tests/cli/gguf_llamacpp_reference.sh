@@ -14,13 +14,8 @@
 # is missing this test FAILS (it does not skip).
 source "$(dirname "$0")/lib.sh" "$@"
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-node=$(command -v node || true)
+require_references llamacpp_reference/node_modules/node-llama-cpp
 reference="$repo/tools/llamacpp_reference"
-[ -n "$node" ] || { echo "FAIL: nodejs is not installed (tools/install_deps.sh installs it)"; exit 1; }
-[ -d "$reference/node_modules/node-llama-cpp" ] ||
-  { echo "FAIL: node-llama-cpp is missing from $reference/node_modules (run tools/install_deps.sh)"; exit 1; }
-"$python" -c 'import numpy' 2>/dev/null ||
-  { echo "FAIL: $python with numpy is needed to write the GGUF files (Debian: python3-numpy)"; exit 1; }
 model="$repo/data/tinyllama_hf"
 tokens="$model/windows.npy"
 

@@ -10,21 +10,7 @@
 # nodejs are missing this test FAILS (it does not skip), so that CI cannot pass without the reference.
 source "$(dirname "$0")/lib.sh" "$@"
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-node=$(command -v node || true)
-if [ -z "$node" ]; then
-  echo "FAIL: nodejs is not installed (tools/install_deps.sh installs it)"
-  exit 1
-fi
-for package in llamacpp_reference/node_modules/node-llama-cpp tokenizer_reference/node_modules/tokenizers; do
-  if [ ! -d "$repo/tools/$package" ]; then
-    echo "FAIL: tools/$package is missing (run tools/install_deps.sh)"
-    exit 1
-  fi
-done
-if ! "$python" -c 'import numpy' 2>/dev/null; then
-  echo "FAIL: $python with numpy is needed (Debian: python3-numpy) to write the GGUF files"
-  exit 1
-fi
+require_references llamacpp_reference/node_modules/node-llama-cpp tokenizer_reference/node_modules/tokenizers
 
 reference_path() { (cd "$repo/tools/tokenizer_reference" && "$node" reference.mjs path "$1"); }
 convert="$repo/tools/tokenizer_to_gguf.py"

@@ -20,6 +20,29 @@ require_numpy() {
   fi
 }
 
+# require_references PACKAGE_DIR...: a reference test's own dependencies, each a folder under tools/
+# (e.g. llamacpp_reference/node_modules/node-llama-cpp), plus Debian's nodejs (as $node) and
+# $python with numpy. tools/install_deps.sh installs them all; a missing one FAILS the test (exit 1,
+# never a skip), so that CI cannot pass without the reference.
+require_references() {
+  node=$(command -v node || true)
+  if [ -z "$node" ]; then
+    echo "FAIL: nodejs is not installed (tools/install_deps.sh installs it)"
+    exit 1
+  fi
+  local package
+  for package in "$@"; do
+    if [ ! -d "$(dirname "${BASH_SOURCE[0]}")/../../tools/$package" ]; then
+      echo "FAIL: tools/$package is missing (run tools/install_deps.sh)"
+      exit 1
+    fi
+  done
+  if ! "$python" -c 'import numpy' 2>/dev/null; then
+    echo "FAIL: $python with numpy is needed (Debian: python3-numpy)"
+    exit 1
+  fi
+}
+
 fail() {
   echo "FAIL: $*" >&2
   failures=$((failures + 1))

@@ -13,20 +13,8 @@
 # 45 s in Release on 2 cores (1016 scored tokens: fewer let one token near a tie decide a run).
 source "$(dirname "$0")/lib.sh" "$@"
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-node=$(command -v node || true)
+require_references llamacpp_reference/node_modules/node-llama-cpp
 reference="$repo/tools/llamacpp_reference"
-if [ -z "$node" ]; then
-  echo "FAIL: nodejs is not installed (tools/install_deps.sh installs it)"
-  exit 1
-fi
-if [ ! -d "$reference/node_modules/node-llama-cpp" ]; then
-  echo "FAIL: node-llama-cpp is missing from tools/llamacpp_reference/node_modules (run tools/install_deps.sh)"
-  exit 1
-fi
-if ! "$python" -c 'import numpy' 2>/dev/null; then
-  echo "FAIL: $python with numpy is needed to write the GGUF file (Debian: python3-numpy)"
-  exit 1
-fi
 model="$repo/data/tinyllama_hf"
 tokens="$model/windows.npy"
 ctx=128

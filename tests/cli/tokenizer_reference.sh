@@ -10,14 +10,5 @@
 # nodejs are missing this test FAILS (it does not skip), so that CI cannot pass without the reference.
 source "$(dirname "$0")/lib.sh" "$@"
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-node=$(command -v node || true)
-if [ -z "$node" ]; then
-  echo "FAIL: nodejs is not installed (tools/install_deps.sh installs it)"
-  exit 1
-fi
-if [ ! -d "$repo/tools/tokenizer_reference/node_modules/tokenizers" ] ||
-   [ ! -d "$repo/tools/tokenizer_reference/node_modules/@lenml/tokenizers" ]; then
-  echo "FAIL: the npm reference packages are missing from tools/tokenizer_reference/node_modules (run tools/install_deps.sh)"
-  exit 1
-fi
+require_references tokenizer_reference/node_modules/tokenizers tokenizer_reference/node_modules/@lenml/tokenizers
 "$node" "$repo/tests/cli/tokenizer_reference.mjs" "$TQLAB" "$repo/tests/data/tokenizer_corpus"
