@@ -1,0 +1,54 @@
+# --engine and --prefill through the real binary: a sweep's model block and its runs take "engine" and
+# "prefill" and give `ppl --engine` and `ppl --prefill`'s numbers; the results carry them in the run
+# and its id; what an engine cannot run is one error line and exit 2, before any work.
+source "$(dirname "$0")/lib.sh" "$@"
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+model="$repo/data/tinyllama_hf"
+windows="$model/windows.npy"
+require_numpy "the checks read the results with numpy"
+common=(--model "$model" --tokens "$windows" --ctx 128 --chunks 2 --quiet)
+
+expect_exit 0 "ppl --engine llama.cpp" -- "$TQLAB" ppl "${common[@]}" --engine llama.cpp --k q4_0 --v q8_0 -o llama.json
+expect_exit 0 "ppl --engine llama.cpp:rot=off" -- "$TQLAB" ppl "${common[@]}" --engine llama.cpp:rot=off \
+  --k q4_0 --v q8_0 -o llama_off.json
+expect_exit 0 "ppl --prefill exact 32" -- "$TQLAB" ppl "${common[@]}" --k q4_0 --v q4_0 --prefill "exact 32" -o exact.json
+expect_exit 0 "ppl, quantized prefill" -- "$TQLAB" ppl "${common[@]}" --k q4_0 --v q4_0 -o quantized.json
+
+cat > engines.json <<JSON
+{"model": {"path": "$model", "tokens": "$windows", "ctx": 128, "chunks": 2, "engine": "llama.cpp"},
+ "runs": [{"k": "q4_0", "v": "q8_0"}, {"k": "q4_0", "v": "q8_0", "engine": "llama.cpp:rot=off"},
+          {"k": "q4_0", "v": "q4_0", "engine": "tqlab", "prefill": "exact 32"},
+          {"k": "q4_0", "v": "q4_0", "engine": "tqlab"}],
+ "metrics": {"reconstruction": false, "attention": false, "needle": false}}
+JSON
+expect_exit 0 "sweep with engines" -- "$TQLAB" sweep --config engines.json --out swept.json --quiet
+checks=$((checks + 1))
+"$python" - swept.json llama.json llama_off.json exact.json quantized.json <<'PY' || fail "sweep and ppl disagree"
+import json, sys
+swept = json.load(open(sys.argv[1]))["runs"]
+singles = [json.load(open(path))["runs"][0] for path in sys.argv[2:]]
+for run, single in zip(swept, singles):
+    for name in ("e2e_ppl", "e2e_kld"):
+        assert run["metrics"][name]["mean"] == single["metrics"][name]["mean"], (run["id"], name)
+assert swept[0]["engine"] == "llama.cpp" and "engine=llama.cpp" in swept[0]["id"], swept[0]
+assert swept[1]["engine"] == "llama.cpp:rot=off", swept[1]
+assert swept[2]["prefill"] == "exact 32" and "prefill=exact 32" in swept[2]["id"], swept[2]
+assert "engine" not in swept[3] and "prefill" not in swept[3], swept[3]
+kld = [run["metrics"]["e2e_kld"]["mean"] for run in swept]
+assert kld[0] != kld[1], "the rotation changed nothing"
+assert kld[2] < kld[3], f"an exact prefill should hide part of the cache's damage: KLD {kld[2]} vs {kld[3]}"
+PY
+
+# What an engine cannot run: refused before any work, naming what it takes.
+expect_refused "a tq spec on llama.cpp" "tq" -- "$TQLAB" ppl "${common[@]}" --engine llama.cpp --k tq:b=3 --v q8_0 \
+  -o bad.json
+expect_refused "a window on llama.cpp" "window" -- "$TQLAB" ppl "${common[@]}" --engine llama.cpp --k q4_0 --v q4_0 \
+  --window 16 -o bad.json
+expect_refused "an unknown engine" "llama.cpp" -- "$TQLAB" ppl "${common[@]}" --engine vllm --k q4_0 --v q4_0 -o bad.json
+expect_refused "a prefill of 0" "prefill" -- "$TQLAB" ppl "${common[@]}" --k q4_0 --v q4_0 --prefill "exact 0" -o bad.json
+cat > offline.json <<JSON
+{"model": {"path": "$model", "tokens": "$windows", "ctx": 128, "chunks": 2, "engine": "llama.cpp"},
+ "runs": [{"k": "q4_0", "v": "q8_0"}]}
+JSON
+expect_refused "an engine with the offline metrics on" "offline" -- "$TQLAB" sweep --config offline.json --out bad.json
+finish
