@@ -22,14 +22,7 @@ using testing::scratch_folder;
 using testing::small_config;
 using testing::write_checkpoint;
 
-double relative_max_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double error = 0, scale = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    error = std::max(error, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return error / scale;
-}
+using testing::relative_max_error;
 
 std::vector<std::int32_t> some_tokens(int count, int vocab) {
   std::vector<std::int32_t> tokens(static_cast<std::size_t>(count));

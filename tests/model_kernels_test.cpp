@@ -15,6 +15,7 @@
 #include "model/matmul.h"
 #include "model/weight_matrix.h"
 #include "model/rope.h"
+#include "model_test_util.h"
 
 namespace tqlab {
 namespace {
@@ -27,14 +28,7 @@ std::vector<float> gaussian_values(std::size_t count, std::uint64_t seed, double
 }
 
 // max |a - b| / max |b|: the error measure of every comparison here.
-double relative_max_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double error = 0, scale = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    error = std::max(error, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return error / scale;
-}
+using testing::relative_max_error;
 
 TEST(RopeTest, DefaultFrequenciesAreThetaPowers) {
   const std::vector<float> inv = rope_inverse_frequencies(RopeConfig{}, 64);

@@ -12,6 +12,7 @@
 #include "io/tensor_file.h"
 #include "model/checkpoint.h"
 #include "model/transformer.h"
+#include "model_test_util.h"
 
 namespace tqlab {
 namespace {
@@ -20,14 +21,7 @@ const std::string kModel = std::string(TQLAB_SOURCE_DIR) + "/data/tinyllama_hf";
 const std::string kReference = std::string(TQLAB_SHARED_DATA_DIR) + "/tinyllama_hf/reference.safetensors";
 
 // max |a - b| / max |b| over a reference tensor's elements.
-double relative_max_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double error = 0, scale = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    error = std::max(error, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return error / scale;
-}
+using testing::relative_max_error;
 
 TEST(TinyLlamaReferenceTest, ForwardReproducesPyTorchLogitsAndPostRopeQkv) {
   if (!std::filesystem::exists(kReference)) GTEST_SKIP() << "PyTorch reference outputs not found at " << kReference;

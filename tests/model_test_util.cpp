@@ -96,4 +96,13 @@ void write_checkpoint(const std::string& dir, const nlohmann::json& config, cons
   }
 }
 
+double relative_max_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double error = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    error = std::max(error, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return error / scale;
+}
+
 }  // namespace tqlab::testing

@@ -33,4 +33,8 @@ std::string scratch_folder(const std::string& name);
 /// Writes `config` and random weights for it into `dir` (created).
 void write_checkpoint(const std::string& dir, const nlohmann::json& config, const CheckpointOptions& options = {});
 
+/// max |a[i] - b[i]| / max |b[i]| in double: how far a float computation a lands from its reference b
+/// (same size), relative to the reference's largest magnitude.
+double relative_max_error(const std::vector<float>& a, const std::vector<float>& b);
+
 }  // namespace tqlab::testing
