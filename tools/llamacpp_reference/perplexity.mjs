@@ -2,18 +2,18 @@
 // prebuilt CPU libraries: the reference `tqlab ppl --engine llama.cpp` is held to
 // (tests/cli/llamacpp_reference.sh).
 //
-//   node perplexity.mjs MODEL.gguf TOKENS.npy --ctx N [--chunks C] [--run K,V[,rot=off]]...
+//   node perplexity.mjs MODEL.gguf TOKENS.npy --ctx N [--chunks C] [--threads T] [--run K,V[,rot=off]]...
 //
 // TOKENS.npy: int32 or int64 token ids (one-dimensional). Chunking and scoring are `tqlab ppl`'s
 // (src/model/end_to_end.h): chunk c is tokens [c N, (c + 1) N), a fresh sequence each (position 0
 // at its first token, nothing added before it); positions N/2 .. N-2 of each chunk predict tokens
 // N/2+1 .. N-1 ("second-half" scoring). --chunks 0 (the default): every whole chunk.
 //
-// llama.cpp runs as llama-perplexity runs it on a CPU: flash attention on, one thread, the whole
-// chunk in one batch. The base is an f16 cache (llama.cpp's default); each --run names the K and V
-// cache types (f32, f16, bf16, q8_0, q4_0, q4_1, ...: ggml's type names) and, with rot=off, sets
-// LLAMA_ATTN_ROT_DISABLE=1 for that context (llama.cpp reads it when the cache is made,
-// src/llama-kv-cache.cpp, llama_kv_cache::llama_kv_cache).
+// llama.cpp runs as llama-perplexity runs it on a CPU: flash attention on, one thread (--threads T:
+// T threads; default 1), the whole chunk in one batch. The base is an f16 cache (llama.cpp's
+// default); each --run names the K and V cache types (f32, f16, bf16, q8_0, q4_0, q4_1, ...: ggml's
+// type names) and, with rot=off, sets LLAMA_ATTN_ROT_DISABLE=1 for that context (llama.cpp reads it
+// when the cache is made, src/llama-kv-cache.cpp, llama_kv_cache::llama_kv_cache).
 //
 // Prints one JSON object: {"scored": tokens scored, "base": {"ppl"}, "runs": [{"k", "v", "rot",
 // "ppl", "kld"}]}; kld is the mean over scored tokens of KL(base || run) in nats, computed in double
@@ -27,7 +27,7 @@ const { getLlama, GgmlType } = await import(join(here, 'node_modules', 'node-lla
 
 function usage(message) {
   console.error(`perplexity.mjs: ${message}`);
-  console.error('usage: node perplexity.mjs MODEL.gguf TOKENS.npy --ctx N [--chunks C] [--run K,V[,rot=off]]...');
+  console.error('usage: node perplexity.mjs MODEL.gguf TOKENS.npy --ctx N [--chunks C] [--threads T] [--run K,V[,rot=off]]...');
   process.exit(2);
 }
 
@@ -50,12 +50,13 @@ function readTokens(path) {
 }
 
 function parseArgs(argv) {
-  const options = { ctx: 0, chunks: 0, runs: [] };
+  const options = { ctx: 0, chunks: 0, threads: 1, runs: [] };
   const positional = [];
   for (let i = 0; i < argv.length; ++i) {
     const arg = argv[i];
     if (arg === '--ctx') options.ctx = Number(argv[++i]);
     else if (arg === '--chunks') options.chunks = Number(argv[++i]);
+    else if (arg === '--threads') options.threads = Number(argv[++i]);
     else if (arg === '--run') {
       const [k, v, ...rest] = (argv[++i] ?? '').split(',');
       if (!k || !v || rest.some((r) => r !== 'rot=off' && r !== 'rot=on')) usage(`--run '${argv[i]}': expected K,V[,rot=off]`);
@@ -65,6 +66,7 @@ function parseArgs(argv) {
   }
   if (positional.length !== 2) usage('expected MODEL.gguf and TOKENS.npy');
   if (!Number.isInteger(options.ctx) || options.ctx < 4) usage('--ctx must be an integer of at least 4');
+  if (!Number.isInteger(options.threads) || options.threads < 1) usage('--threads must be an integer of at least 1');
   [options.model, options.tokens] = positional;
   return options;
 }
@@ -106,7 +108,7 @@ async function evaluate(k, v, rot) {
   if (rot) delete process.env.LLAMA_ATTN_ROT_DISABLE;
   else process.env.LLAMA_ATTN_ROT_DISABLE = '1';
   const context = await model.createContext({
-    contextSize: options.ctx, batchSize: options.ctx, threads: 1, flashAttention: true,
+    contextSize: options.ctx, batchSize: options.ctx, threads: options.threads, flashAttention: true,
     experimentalKvCacheKeyType: ggmlType(k), experimentalKvCacheValueType: ggmlType(v),
   });
   const first = options.ctx / 2 | 0;
