@@ -68,8 +68,8 @@ TEST(RealTokenizerTest, PinnedIdsFromHuggingFace) {
 // A stray byte is never part of a split match and is a piece of its own, so in a byte-level
 // family the ids of A + stray + B are those of A, the byte's own token, then those of B.
 TEST(RealTokenizerTest, StrayBytesInByteLevelFamilies) {
-  const std::vector<std::string> stretches = {"Hello", " world", "  ", "\n", "caf\u00e9", "123", "\u65e5\u672c",
-                                              "it's", "<|im_start|>", "e\u0301", "!!", ""};
+  const std::vector<std::string> stretches = {"Hello",        " world", "  ",           "\n",      "caf\u00e9", "123",
+                                              "\u65e5\u672c", "it's",   "<|im_start|>", "e\u0301", "!!",        ""};
   std::mt19937_64 rng(11);
   for (const std::string family : {"llama3", "qwen3"}) {
     const Tokenizer* tokenizer = real_tokenizer(family);
@@ -119,6 +119,30 @@ TEST(RealTokenizerTest, Llama2WordCutsChangeNothing) {
     text += std::to_string(i * 7919) + " <s> ok</s>  \xff ";
   }
   EXPECT_EQ(uncut.encode(text, true), llama2->encode(text, true));
+}
+
+// encode's max_ids: exactly the first max_ids ids of the whole text's encoding, for every
+// prefix length (inside a piece, at added tokens, around the special ids each family adds).
+TEST(RealTokenizerTest, MaxIdsGivesThePrefixOfTheWholeEncoding) {
+  std::string text;
+  for (int i = 0; i < 12; ++i) {
+    text += "The  quick brown fox\tjumps over the lazy dog. \u00c9t\u00e9 \u65e5\u672c\u8a9e\n\n ";
+    text += std::to_string(i * 7919) + " <s> ok</s> <|im_start|>x ";
+  }
+  for (const char* name : {"llama3", "qwen3", "llama2"}) {
+    const Tokenizer* tokenizer = real_tokenizer(name);
+    ASSERT_NE(tokenizer, nullptr) << name;
+    for (const bool special : {false, true}) {
+      const Ids whole = tokenizer->encode(text, special);
+      ASSERT_GT(whole.size(), 100u) << name;
+      for (std::size_t limit = 0; limit <= whole.size() + 2; ++limit) {
+        const Ids prefix = tokenizer->encode(text, special, {}, limit);
+        const std::size_t expected = std::min(limit, whole.size());
+        ASSERT_EQ(prefix, Ids(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(expected)))
+            << name << " max_ids " << limit << (special ? " with special tokens" : "");
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ int run_dump_command(const DumpCommandOptions& options) {
       source.text.empty()
           ? read_model_tokens(source.tokens, model.config(), "--tokens")
           : tokenize_model_text(source.text, source.tokenizer.empty() ? options.model.model : source.tokenizer,
-                                source.add_special_choice(), model.config(), "--text");
+                                source.add_special_choice(), model.config(), "--text",
+                                ids_for_chunks(options.model.ctx, options.model.chunks));
 
   KvDumpWriteOptions write;
   write.ctx = options.model.ctx;

@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/stop_signals.h"
-#include "metrics/next_token_metrics.h"
 #include "core/sha256.h"
+#include "core/stop_signals.h"
 #include "io/tensor_file.h"
+#include "metrics/next_token_metrics.h"
 #include "model/kv_dump_writer.h"
 
 namespace tqlab {
@@ -54,7 +54,8 @@ std::unique_ptr<SweepModel> open_sweep_model(const SweepConfig& config) {
   const std::string tokens_option = prefix + (block.text.empty() ? "tokens" : "text");
   if (!block.text.empty()) {
     const std::string tokenizer = block.tokenizer.empty() ? block.resolved_path : block.resolved_tokenizer;
-    model->tokens = tokenize_model_text(block.resolved_text, tokenizer, block.add_special, model_config, tokens_option);
+    model->tokens = tokenize_model_text(block.resolved_text, tokenizer, block.add_special, model_config, tokens_option,
+                                        ids_for_chunks(block.ctx, block.chunks));
   } else {
     model->tokens = read_model_tokens(block.resolved_tokens, model_config, tokens_option);
   }
@@ -68,8 +69,8 @@ std::unique_ptr<SweepModel> open_sweep_model(const SweepConfig& config) {
                               options.bos, 2, options.names);
   const WindowMode mode = config.metrics.attention_options.window_mode;
   for (const SweepRunConfig& run : config.runs) {
-    model->runs.push_back(plan_kv_cache(model_config, run.k, run.v, ExactTokens{run.sink, run.window, mode},
-                                        run.engine, run.prefill.value_or(PrefillRule{}), run.origin));
+    model->runs.push_back(plan_kv_cache(model_config, run.k, run.v, ExactTokens{run.sink, run.window, mode}, run.engine,
+                                        run.prefill.value_or(PrefillRule{}), run.origin));
   }
   model->identity = model_identity(*model->source, block.path);
   return model;
@@ -126,8 +127,8 @@ SweepEndToEnd assemble_end_to_end(const EndToEndTotals& totals) {
         (series.*member).insert((series.*member).end(), (part->series.*member).begin(), (part->series.*member).end());
       }
       KvCacheBytes& bytes = run_seed.bytes;
-      for (auto member : {&KvCacheBytes::key, &KvCacheBytes::value, &KvCacheBytes::key_values,
-                          &KvCacheBytes::value_values}) {
+      for (auto member :
+           {&KvCacheBytes::key, &KvCacheBytes::value, &KvCacheBytes::key_values, &KvCacheBytes::value_values}) {
         std::vector<std::uint64_t>& sum = bytes.*member;
         const std::vector<std::uint64_t>& add = part->bytes.*member;
         if (sum.empty()) sum.assign(add.size(), 0);

@@ -1,6 +1,7 @@
 // Loading a tokenizer.json and running its pipeline (tokenizer.h).
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <unordered_map>
 #include <unordered_set>
@@ -8,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "core/mapped_file.h"
 #include "core/log.h"
+#include "core/mapped_file.h"
 #include "core/sha256.h"
 #include "core/text.h"
 #include "io/gguf.h"
@@ -38,15 +39,16 @@ struct Tokenizer::Impl {
   std::unique_ptr<tokenizer::PreTokenizer> pre_tokenizer;
   std::unique_ptr<tokenizer::Decoder> decoder;
   tokenizer::SpecialTokenFrame special_frame;
-  std::unique_ptr<AddedTokenMatcher> raw_matcher;         ///< added tokens with normalized false
-  std::unique_ptr<AddedTokenMatcher> normalized_matcher;  ///< added tokens with normalized true
+  std::unique_ptr<AddedTokenMatcher> raw_matcher;                  ///< added tokens with normalized false
+  std::unique_ptr<AddedTokenMatcher> normalized_matcher;           ///< added tokens with normalized true
   std::unordered_map<std::int32_t, std::string> added_token_text;  ///< id -> what decoding gives
   std::unordered_set<std::string> special_texts;
   std::int64_t id_limit = 0;
   bool takes_any_bytes = false;
 
   // Steps 2-4 of tokenizer.h on one stretch between raw-matched added tokens.
-  void encode_stretch(std::string_view stretch, bool starts_input, BpeWordCache& cache,
+  // Stops after the piece whose ids reach `max_ids` (tokenizer.h, encode).
+  void encode_stretch(std::string_view stretch, bool starts_input, BpeWordCache& cache, std::size_t max_ids,
                       std::vector<std::int32_t>& ids) const;
 };
 
@@ -113,9 +115,10 @@ std::vector<AddedToken> read_added_tokens(const JsonReader& root, const BpeModel
       token.id = static_cast<std::int32_t>(next_id++);
     }
     if (token.id != file_id) {
-      log::warn("tokenizer '{}': added token '{}' has id {} in the file but {} by the rules Hugging Face "
-                "applies (the model vocabulary's id, else the next free one); using {}",
-                root.file(), printable(token.content), file_id, token.id, token.id);
+      log::warn(
+          "tokenizer '{}': added token '{}' has id {} in the file but {} by the rules Hugging Face "
+          "applies (the model vocabulary's id, else the next free one); using {}",
+          root.file(), printable(token.content), file_id, token.id, token.id);
     }
     index_of.emplace(token.content, tokens.size());
     tokens.push_back(std::move(token));
@@ -152,8 +155,8 @@ Tokenizer Tokenizer::from_document(const nlohmann::json& document, const std::st
   impl->sha256 = std::move(sha256);
   const JsonReader root(document, impl->path, "", std::string(kKind));
   if (!root.is_object()) root.fail("expected a JSON object, got {}", root.type_name());
-  root.allow_only({"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
-                   "post_processor", "decoder", "model"});
+  root.allow_only({"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer", "post_processor",
+                   "decoder", "model"});
   if (const auto version = root.find("version"); version && version->as_string() != "1.0") {
     version->fail("version '{}' is not supported (supported: 1.0)", version->as_string());
   }
@@ -212,36 +215,41 @@ Tokenizer Tokenizer::from_document(const nlohmann::json& document, const std::st
 }
 
 void Tokenizer::Impl::encode_stretch(std::string_view stretch, bool starts_input, BpeWordCache& cache,
-                                     std::vector<std::int32_t>& ids) const {
+                                     std::size_t max_ids, std::vector<std::int32_t>& ids) const {
   std::string text(stretch);
   if (normalizer) normalizer->normalize(text);
   const std::vector<TextSegment> segments =
       normalized_matcher->empty() ? std::vector<TextSegment>{{0, text.size(), -1}} : normalized_matcher->split(text);
   bool first = true;
   for (const TextSegment& segment : segments) {
+    if (ids.size() >= max_ids) return;
     if (segment.token_id >= 0) {
       ids.push_back(segment.token_id);
     } else if (segment.end > segment.begin) {
       tokenizer::Pieces pieces{text.substr(segment.begin, segment.end - segment.begin)};
       if (pre_tokenizer) pre_tokenizer->pre_tokenize(pieces, starts_input && first);
-      for (const std::string& piece : pieces) model.tokenize(piece, cache, ids);
+      for (const std::string& piece : pieces) {
+        if (ids.size() >= max_ids) return;
+        model.tokenize(piece, cache, ids);
+      }
     }
     first = false;
   }
 }
 
 std::vector<std::int32_t> Tokenizer::encode(std::string_view text_bytes, bool add_special_tokens,
-                                            const EncodeProgress& progress) const {
+                                            const EncodeProgress& progress, std::size_t max_ids) const {
   const Impl& impl = *impl_;
   if (!impl.takes_any_bytes) {
     if (const std::size_t bad = invalid_utf8_offset(text_bytes); bad != std::string_view::npos) {
-      fail("not UTF-8 (byte {} at offset {}), and tokenizer '{}' takes only UTF-8: it has neither a "
-           "ByteLevel pre-tokenizer nor a byte_fallback token for every byte",
-           printable(text_bytes.substr(bad, 1)), bad, impl.path);
+      fail(
+          "not UTF-8 (byte {} at offset {}), and tokenizer '{}' takes only UTF-8: it has neither a "
+          "ByteLevel pre-tokenizer nor a byte_fallback token for every byte",
+          printable(text_bytes.substr(bad, 1)), bad, impl.path);
     }
   }
   std::vector<std::int32_t> ids;
-  ids.reserve(text_bytes.size() / 3 + 16);
+  ids.reserve(std::min(text_bytes.size() / 3 + 16, max_ids));
   if (add_special_tokens) ids = impl.special_frame.before;
   BpeWordCache cache;
   const std::vector<TextSegment> segments = impl.raw_matcher->empty()
@@ -252,18 +260,22 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text_bytes, bool ad
   // tokens reports at its end.
   std::size_t reported = 0;
   for (const TextSegment& segment : segments) {
+    if (ids.size() >= max_ids) break;
     if (segment.token_id >= 0) {
       ids.push_back(segment.token_id);
     } else {
       impl.encode_stretch(text_bytes.substr(segment.begin, segment.end - segment.begin), segment.begin == 0, cache,
-                          ids);
+                          max_ids, ids);
     }
     if (progress && segment.end - reported >= (1u << 20)) {
       progress(segment.end, text_bytes.size());
       reported = segment.end;
     }
   }
-  if (add_special_tokens) ids.insert(ids.end(), impl.special_frame.after.begin(), impl.special_frame.after.end());
+  if (add_special_tokens && ids.size() < max_ids) {
+    ids.insert(ids.end(), impl.special_frame.after.begin(), impl.special_frame.after.end());
+  }
+  if (ids.size() > max_ids) ids.resize(max_ids);
   if (progress) progress(text_bytes.size(), text_bytes.size());
   return ids;
 }

@@ -61,8 +61,15 @@ class Tokenizer {
   /// "not UTF-8 ...", without the text's name: the caller names it)
   /// when this tokenizer cannot take the text's bytes. Safe to call from
   /// several threads at once.
+  ///
+  /// `max_ids`: stop once that many ids are known and return them. Pieces are
+  /// tokenized left to right and their ids only appended, so these are exactly the
+  /// first `max_ids` ids of the whole text's encoding (all of them when it has
+  /// fewer); the text is still normalized and cut into pieces up to the end of the
+  /// stretch the last id came from, but the BPE merges, the costly step, stop.
   std::vector<std::int32_t> encode(std::string_view text_bytes, bool add_special_tokens,
-                                   const EncodeProgress& progress = {}) const;
+                                   const EncodeProgress& progress = {}, std::size_t max_ids = kAllIds) const;
+  static constexpr std::size_t kAllIds = static_cast<std::size_t>(-1);
 
   /// The bytes `ids` stand for, through the file's decoder (decoder.h); with
   /// `skip_special_tokens` special tokens are left out. InputError naming the

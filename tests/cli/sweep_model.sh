@@ -6,6 +6,7 @@
 # - the document is the same for --threads 1 and 2 (outside "timing"), and report and diff read it;
 # - "text" tokenizes with the model's tokenizer.json (one token per byte here: the same numbers as
 #   the text's bytes as token ids), and the results record the text's and the tokenizer's sha256;
+#   with --chunks N only the ids the chunks read are made (tokens.count N x ctx);
 # - a bad model block is one line and exit 2, naming the key.
 source "$(dirname "$0")/lib.sh" "$@"
 rm -rf -- *.json *.txt *.safetensors *.npy tmp
@@ -102,6 +103,19 @@ assert swept["e2e"]["base"] == ids["e2e"]["base"]
 assert text["config"]["model"]["text"] == "text.txt"
 PY
   fail "a text does not give what its bytes as token ids give, or its identity is not recorded"
+# --chunks N tokenizes only the N x ctx ids the chunks read: the count says so,
+# and the numbers are those of the whole text's first ids.
+expect_exit 0 "ppl with --text and --chunks 2" -- "$TQLAB" ppl --model "$model" --text text.txt --ctx 256 \
+  --chunks 2 --k tq:b=3 --v tq:b=3 -o text_two.json --quiet
+expect_exit 0 "ppl with the ids and --chunks 2" -- "$TQLAB" ppl --model "$model" --tokens text_ids.npy --ctx 256 \
+  --chunks 2 --k tq:b=3 --v tq:b=3 -o ids_two.json --quiet
+"$python" - text_two.json ids_two.json <<'PY' ||
+import json, sys
+text, ids = (json.load(open(p)) for p in sys.argv[1:3])
+assert text["tokens"]["count"] == 512, text["tokens"]["count"]
+assert text["e2e"]["base"] == ids["e2e"]["base"] and text["runs"][0]["metrics"] == ids["runs"][0]["metrics"]
+PY
+  fail "ppl --text --chunks 2 tokenized more than its chunks read, or changed the numbers"
 [ -z "$(ls tmp)" ] || fail "something was left in TMPDIR: $(ls tmp)"
 
 # ---------------------------------------------------------------- bad model blocks: exit 2, one line
