@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Prefill on GGUF files, tqlab against llama.cpp (issue 29 §6), as key=value lines:
+# Prefill on GGUF files, tqlab against llama.cpp, as key=value lines:
 #   checkpoint  a random-weight Llama of TinyLlama-1.1B's shape (22 layers, hidden 2048, MLP 5632, 32
 #               query and 4 key/value heads, vocabulary 32000; 1.10 G parameters), written in F16 by
 #               tools/make_checkpoints.py --big, then converted by tools/hf_to_gguf.py to F16, Q8_0 and
-#               Q4_K GGUFs (Q4_K by ggml's own quantizer in the pinned node-llama-cpp's libggml-base);
+#               Q4_K_M GGUFs (llama-quantize's mix: Q4_K, with Q6_K for the output and for attn_v and
+#               ffn_down in half the layers; K-quants by ggml's own quantizer in the pinned
+#               node-llama-cpp's libggml-base; q4_k, pure Q4_K, on request);
 #               the byte-level tokenizer.json of data/tinyllama_hf goes with it (ids 256 and up are
 #               named [PADn] by the converter; both programs read token ids, never text)
 #   TYPE_ctxN_tT  for each weight type, ctx 512 (2 chunks) and 2048 (1 chunk), 1 and 2 threads, one
@@ -22,7 +24,7 @@
 #               net of start-up: (tokens - tokens of a start-up run) / (CPU s - CPU s of the start-up
 #               run), the start-up run being the same program, file and threads on one 4-token chunk
 #               (process and node start, load, mapping and first touch of every weight; llama.cpp's
-#               repacking of Q4_K for its CPU kernels). startup_cpu_s is that run's CPU time, cpu_s and
+#               repacking of Q4_K and Q6_K for its CPU kernels). startup_cpu_s is that run's CPU time, cpu_s and
 #               wall_s the whole measured run's. Scoring stays in: tqlab's logits and log-softmax of the
 #               scored half (three output products per scored row over both passes), and node's
 #               per-row log-softmax over the vocabulary in JavaScript (perplexity.mjs)
@@ -40,14 +42,14 @@
 #                removed at the end; about 6 GiB)
 #   --small      a tiny shape (2 layers, hidden 256, MLP 512, 4/2 heads, vocabulary 512) at ctx 64 (2
 #                chunks) and 128 (1 chunk): a check of the script in seconds, its figures meaningless
-#   --types "f16 q8_0 q4_k", --threads "1 2", --ctx "512 2048" (the default lists): a part of the table
+#   --types "f16 q8_0 q4_k_m", --threads "1 2", --ctx "512 2048" (the default lists): a part of the table
 #   --short-chunks N   chunks at the short ctx (default 2; the long ctx runs 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build
 work=""
 small=0
-types="f16 q8_0 q4_k"
+types="f16 q8_0 q4_k_m"
 thread_list="1 2"
 ctx_list=""
 short_chunks=2

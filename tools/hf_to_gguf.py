@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Convert a Hugging Face Llama-style checkpoint folder to a GGUF v3 file llama.cpp loads.
 
-Usage: tools/hf_to_gguf.py MODEL_DIR OUT.gguf [--dtype f32|f16|bf16|q8_0|q4_0|q4_k|q6_k] [--ggml LIB]
+Usage: tools/hf_to_gguf.py MODEL_DIR OUT.gguf [--dtype f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|q4_k_m] [--ggml LIB]
                           [--dequantized DIR]
 
 Reads MODEL_DIR/config.json, the safetensors weights (one file or an index and shards; F32, F16 or
@@ -30,6 +30,9 @@ need --ggml LIB, llama.cpp's libggml-base.so (tools/llamacpp_reference's package
 quantizer and decoder are called. A matrix whose rows are not a multiple of the type's block falls
 back to F16 (llama-quantize first tries a type of blocks of 32, src/llama-quant.cpp; for the bundled
 model's 688-wide down projection that fails too); vectors stay F32.
+--dtype q4_k_m is llama-quantize's Q4_K_M mix (src/llama-quant.cpp, llama_tensor_get_type_impl, for
+a Llama without experts): Q4_K everywhere but output.weight in Q6_K, and attn_v and ffn_down in Q6_K
+in the layers its use_more_bits picks (the first and last eighth, and every third between).
 --dequantized DIR writes beside it the Hugging Face folder of the weights the file decodes to
 (F32 safetensors, the config and the tokenizer copied): the same model, exactly, for the tests.
 """
@@ -54,7 +57,8 @@ ALIGNMENT = 32
 UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY = 4, 5, 6, 7, 8, 9
 # gguf-py/gguf/constants.py GGMLQuantizationType and LlamaFileType
 GGML_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8, "q4_k": 12, "q6_k": 14, "bf16": 30}
-FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "q4_k": 14, "q6_k": 18, "bf16": 32}
+FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "q4_k": 14, "q6_k": 18, "bf16": 32, "q4_k_m": 15}
+MIXES = {"q4_k_m": ("q4_k", "q6_k")}  # the file types that mix two ggml types: (default, more bits)
 TOKEN_TYPE_NORMAL = 1
 
 
@@ -199,8 +203,35 @@ def gguf_tensors(config, hf):
     return out
 
 
+def use_more_bits(layer, layers):
+    """llama-quant.cpp's use_more_bits: the layers a _M mix gives more bits."""
+    return layer < layers // 8 or layer >= 7 * layers // 8 or (layer - layers // 8) % 3 == 2
+
+
+def tensor_dtype(dtype, gguf_name, layers):
+    """The ggml type a matrix named `gguf_name` is stored in, in a file of `dtype`."""
+    if dtype not in MIXES:
+        return dtype
+    default, more = MIXES[dtype]
+    if gguf_name == "output.weight":
+        return more
+    parts = gguf_name.split(".")
+    if parts[0] == "blk" and parts[2] in ("attn_v", "ffn_down") and use_more_bits(int(parts[1]), layers):
+        return more
+    return default
+
+
+def gguf_name_of(hf_name):
+    """llama.cpp's name of a transformers tensor (the inverse of the tables above)."""
+    if hf_name in GLOBAL_TENSORS:
+        return GLOBAL_TENSORS[hf_name]
+    parts = hf_name.split(".", 3)  # model.layers.N.SUFFIX
+    return f"blk.{parts[2]}.{LAYER_TENSORS[parts[3]]}"
+
+
 def stored_form(array, dtype):
-    """(ggml type name, bytes, the decoded float32 array) of one tensor in a file of `dtype`."""
+    """(ggml type name, bytes, the decoded float32 array) of one tensor stored as `dtype` (a
+    ggml type: a mix is resolved per tensor by tensor_dtype first)."""
     stored = dtype if array.ndim >= 2 else "f32"
     if stored in QUANTIZERS and array.shape[-1] % getattr(QUANTIZERS[stored], "block", 32):
         stored = "f16"
@@ -211,7 +242,7 @@ def stored_form(array, dtype):
     return stored, kept.tobytes(), kept.astype(np.float32)
 
 
-def write_gguf(path, kv_pairs, tensors, dtype):
+def write_gguf(path, kv_pairs, tensors, dtype, layers):
     def padding(n):
         return (ALIGNMENT - n % ALIGNMENT) % ALIGNMENT
 
@@ -219,7 +250,7 @@ def write_gguf(path, kv_pairs, tensors, dtype):
     payloads = []
     offset = 0
     for name, array in tensors:
-        stored, data, _ = stored_form(array, dtype)
+        stored, data, _ = stored_form(array, tensor_dtype(dtype, name, layers))
         # ggml's ne[0] is the fastest-moving dimension: numpy's shape reversed.
         dims = list(reversed(array.shape))
         infos += gguf_string(name) + struct.pack("<I", len(dims))
@@ -237,14 +268,15 @@ def write_gguf(path, kv_pairs, tensors, dtype):
     os.replace(tmp, path)
 
 
-def write_dequantized(folder, model_dir, hf, dtype):
+def write_dequantized(folder, model_dir, hf, dtype, layers):
     """The Hugging Face folder of the weights a `dtype` file decodes to. Quantization works along rows
     and the RoPE permutation moves whole rows, so each HF matrix is decoded in its own row order."""
     os.makedirs(folder, exist_ok=True)
     for name in ("config.json", "tokenizer.json"):
         with open(f"{model_dir}/{name}", "rb") as source, open(f"{folder}/{name}", "wb") as target:
             target.write(source.read())
-    weights = {name: stored_form(array, dtype)[2] for name, array in hf.items()}
+    weights = {name: stored_form(array, tensor_dtype(dtype, gguf_name_of(name), layers))[2]
+               for name, array in hf.items()}
     write_safetensors(f"{folder}/model.safetensors", weights)
 
 
@@ -252,7 +284,7 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model_dir")
     parser.add_argument("out")
-    parser.add_argument("--dtype", choices=sorted(GGML_TYPE), default="f32")
+    parser.add_argument("--dtype", choices=sorted(set(GGML_TYPE) | set(MIXES)), default="f32")
     parser.add_argument("--dequantized", metavar="DIR", help="also write the decoded weights as an HF folder")
     parser.add_argument("--ggml", metavar="LIB", help="libggml-base.so, whose quantizers q4_k and q6_k use")
     args = parser.parse_args(argv)
@@ -268,15 +300,18 @@ def main(argv):
         if archs[:1] != ["LlamaForCausalLM"]:
             raise ConvertError(f"{args.model_dir}/config.json: architectures {archs!r} "
                                "(expected LlamaForCausalLM)")
-        if args.dtype in GGML_LIBRARY_TYPES:
-            if not args.ggml:
-                raise ConvertError(f"--dtype {args.dtype} needs --ggml LIB (llama.cpp's libggml-base.so)")
-            QUANTIZERS[args.dtype] = ggml_quantizer(args.ggml, args.dtype)
+        for stored in MIXES.get(args.dtype, (args.dtype,)):
+            if stored in GGML_LIBRARY_TYPES:
+                if not args.ggml:
+                    raise ConvertError(f"--dtype {args.dtype} needs --ggml LIB (llama.cpp's libggml-base.so)")
+                QUANTIZERS[stored] = ggml_quantizer(args.ggml, stored)
         hf = read_weights(args.model_dir)
         name = args.model_dir.rstrip("/").split("/")[-1]
-        write_gguf(args.out, metadata(config, tokenizer, args.dtype, name), gguf_tensors(config, hf), args.dtype)
+        layers = config["num_hidden_layers"]
+        write_gguf(args.out, metadata(config, tokenizer, args.dtype, name), gguf_tensors(config, hf), args.dtype,
+                   layers)
         if args.dequantized:
-            write_dequantized(args.dequantized, args.model_dir, hf, args.dtype)
+            write_dequantized(args.dequantized, args.model_dir, hf, args.dtype, layers)
     except (ConvertError, OSError, KeyError, ValueError) as error:
         print(f"hf_to_gguf: {error}", file=sys.stderr)
         return 2

@@ -97,7 +97,7 @@ def main(argv):
             pairs.append(gguf_kv(f"tokenizer.ggml.{key}_token_id", UINT32, index[flag]))
     if args.add_bos is not None:
         pairs.append(gguf_kv("tokenizer.ggml.add_bos_token", BOOL, args.add_bos))
-    write_gguf(args.out, pairs, [], "f32")
+    write_gguf(args.out, pairs, [], "f32", 0)
     return 0
 
 

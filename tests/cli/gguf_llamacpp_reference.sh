@@ -3,7 +3,8 @@
 # llama.cpp's f16 cache (`--engine llama.cpp --k f16 --v f16`), so what remains is the weights'
 # products: tqlab multiplies float32 activations by the decoded weights, llama.cpp's CPU kernels
 # first convert the activations to f16 or bf16 (F16, BF16 weights), q8_0 (Q8_0, Q4_0) or q8_K (Q4_K,
-# Q6_K). The files: tools/hf_to_gguf.py, Q4_K and Q6_K quantized by ggml's own quantizer in the
+# Q6_K). The files: tools/hf_to_gguf.py (q4_k_m: llama-quantize's Q4_K_M mix of Q4_K and Q6_K, with
+# the F16 fallback for rows not a multiple of 256), Q4_K and Q6_K quantized by ggml's own quantizer in the
 # package's libggml-base; each is also written as the Hugging Face folder of its decoded weights
 # (ggml's dequantize_row_*), on which tqlab must give the GGUF's perplexity to 1e-6. The residual
 # against llama.cpp per weight type is bounded here (about 2.5x to 4x what was measured: F32 4.6e-6,
@@ -21,7 +22,7 @@ tokens="$model/windows.npy"
 
 ggml="$reference/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so"
 
-for case in f32:2e-5 f16:5e-5 bf16:1.5e-3 q8_0:1.5e-3 q4_0:1.5e-3 q4_k:2e-3 q6_k:2e-3; do
+for case in f32:2e-5 f16:5e-5 bf16:1.5e-3 q8_0:1.5e-3 q4_0:1.5e-3 q4_k:2e-3 q6_k:2e-3 q4_k_m:2e-3; do
   dtype=${case%%:*} tolerance=${case#*:}
   "$python" "$repo/tools/hf_to_gguf.py" "$model" "$dtype.gguf" --dtype "$dtype" --ggml "$ggml" \
     --dequantized "decoded_$dtype" || { fail "hf_to_gguf.py --dtype $dtype failed"; continue; }
