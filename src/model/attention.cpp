@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "metrics/exp_kernels.h"
+#include "core/exp_kernels.h"
 #include "model/matmul.h"
 
 namespace tqlab {
@@ -53,14 +53,14 @@ void causal_attention(const AttentionInput& in, float* out, Workers& workers) {
     const std::ptrdiff_t column = static_cast<std::ptrdiff_t>(kv_head) * dim;
     float* o = out + first * in.q_stride + static_cast<std::ptrdiff_t>(head) * dim;
 
-    std::vector<float>& scores = workers.floats(worker, 1);
+    std::vector<float>& scores = workers.floats(worker, WorkerBuffer::scores);
     scores.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(keys));
     matmul_nt(rows, keys, dim, in.scale, q, in.q_stride, in.k_cache + column, in.kv_stride, 0.0f, scores.data(), keys);
 
     // Keys first_exact..keys-1 are the only ones a query of the block may read exact.
     const int first_exact = first_exact_key(in, first);
     const int span = keys - first_exact;
-    std::vector<float>& exact = workers.floats(worker, 2);
+    std::vector<float>& exact = workers.floats(worker, WorkerBuffer::exact);
     if (mix_keys) {
       exact.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(span));
       matmul_nt(rows, span, dim, in.scale, q, in.q_stride, in.k + first_exact * in.kv_stride + column, in.kv_stride,

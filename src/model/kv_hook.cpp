@@ -22,8 +22,8 @@ void fill_layer_cache(const KvCacheQuantization& quantization, int layer, int to
     float* cache = keys ? k_cache : v_cache;
     const Quantizer& quantizer = *(keys ? quantization.key : quantization.value)[l][static_cast<std::size_t>(head)];
     const std::ptrdiff_t column = static_cast<std::ptrdiff_t>(head) * head_dim;
-    std::vector<float>& rows = workers.floats(worker, 0);
-    std::vector<float>& decoded = workers.floats(worker, 3);
+    std::vector<float>& rows = workers.floats(worker, WorkerBuffer::rows);
+    std::vector<float>& decoded = workers.floats(worker, WorkerBuffer::decoded);
     rows.resize(static_cast<std::size_t>(tokens) * static_cast<std::size_t>(head_dim));
     decoded.resize(rows.size());
     for (int t = 0; t < tokens; ++t)

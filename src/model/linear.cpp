@@ -13,7 +13,7 @@ void linear(int tokens, const float* x, const WeightMatrix& w, const float* bias
   workers.run(blocks, [&](std::size_t block, int worker) {
     const std::int64_t first = static_cast<std::int64_t>(block) * kLinearBlockRows;
     const std::int64_t count = std::min<std::int64_t>(kLinearBlockRows, w.rows - first);
-    const float* rows = w.rows_as_float(first, count, workers.floats(worker, 0));
+    const float* rows = w.rows_as_float(first, count, workers.floats(worker, WorkerBuffer::rows));
     const auto k = static_cast<int>(w.cols);
     matmul_nt(tokens, static_cast<int>(count), k, 1.0f, x, k, rows, k, 0.0f, y + first, ldy);
     if (bias == nullptr) return;

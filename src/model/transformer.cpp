@@ -83,7 +83,7 @@ void forward(const Transformer& model, std::span<const std::int32_t> tokens, con
     std::memcpy(ws.x.data(), options.first_input, static_cast<std::size_t>(n) * hidden * sizeof(float));
   } else {
     // Embedding rows, converted one at a time.
-    std::vector<float>& row_buffer = workers.floats(0, 0);
+    std::vector<float>& row_buffer = workers.floats(0, WorkerBuffer::rows);
     for (int t = 0; t < n; ++t) {
       const std::int32_t id = tokens[static_cast<std::size_t>(t)];
       if (id < 0 || id >= config.vocab_size) {

@@ -11,6 +11,17 @@
 
 namespace tqlab {
 
+/// The float buffers each worker keeps between calls, named by what they hold. A buffer
+/// is reused by steps that never run at once (a weight's rows, then a layer's K/V rows).
+enum class WorkerBuffer {
+  rows,     ///< input rows: a weight block's decoded rows (linear.cpp), embedding rows
+            ///< (transformer.cpp), one kv head's K or V rows before the cache (kv_hook.cpp)
+  scores,   ///< a block of queries' scores against the cached keys (attention.cpp)
+  exact,    ///< the same queries' scores against the exact keys they may read (attention.cpp)
+  decoded,  ///< one kv head's rows as the cache decodes them (kv_hook.cpp)
+};
+inline constexpr int kWorkerBuffers = 4;
+
 class Workers {
  public:
   /// `threads` as resolve_thread_count takes it (0: every core this process may use).
@@ -21,16 +32,14 @@ class Workers {
   /// body(item, worker) for every item < count, on up to threads() threads.
   void run(std::size_t count, const std::function<void(std::size_t item, int worker)>& body);
 
-  /// Float buffer `slot` (0..kSlots-1) of `worker`, kept between calls; callers resize it.
-  std::vector<float>& floats(int worker, int slot);
+  /// Float buffer `buffer` of `worker`, kept between calls; callers resize it.
+  std::vector<float>& floats(int worker, WorkerBuffer buffer);
   /// Double buffer of `worker`, kept between calls.
   std::vector<double>& doubles(int worker);
 
-  static constexpr int kSlots = 4;
-
  private:
   int threads_;
-  std::vector<std::vector<float>> floats_;    ///< [worker * kSlots + slot]
+  std::vector<std::vector<float>> floats_;    ///< [worker * kWorkerBuffers + buffer]
   std::vector<std::vector<double>> doubles_;  ///< [worker]
 };
 
