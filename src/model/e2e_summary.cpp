@@ -1,7 +1,5 @@
 #include "model/e2e_summary.h"
 
-#include <cmath>
-
 #include "core/sha256.h"
 
 namespace tqlab {
@@ -19,7 +17,7 @@ ModelIdentity model_identity(const WeightSource& source, const std::string& path
   return out;
 }
 
-std::vector<E2eMetricSummary> summarize_seeds(const std::vector<RunSeedResult>& results) {
+NamedSummaries summarize_seeds(const std::vector<RunSeedResult>& results) {
   std::vector<NextTokenSeries> series;
   std::vector<std::vector<std::pair<std::string, ValueAndError>>> per_seed;
   for (const RunSeedResult& result : results) {
@@ -27,24 +25,17 @@ std::vector<E2eMetricSummary> summarize_seeds(const std::vector<RunSeedResult>& 
     per_seed.push_back(next_token_metrics(result.series));
   }
   const auto averaged = next_token_metrics(average_series(series));
-  std::vector<E2eMetricSummary> out;
+  NamedSummaries out;
   for (std::size_t m = 0; m < averaged.size(); ++m) {
-    E2eMetricSummary summary;
-    summary.name = averaged[m].first;
-    double sum = 0;
-    for (const auto& seed : per_seed) {
-      summary.per_seed.push_back(seed[m].second.value);
-      sum += seed[m].second.value;
-    }
-    const double count = static_cast<double>(per_seed.size());
-    summary.mean = sum / count;
-    summary.se = averaged[m].second.standard_error;
-    if (per_seed.size() > 1) {
-      double squares = 0;
-      for (double value : summary.per_seed) squares += (value - summary.mean) * (value - summary.mean);
-      summary.std = std::sqrt(squares / (count - 1));
-    }
-    out.push_back(std::move(summary));
+    std::vector<double> values;
+    for (const auto& seed : per_seed) values.push_back(seed[m].second.value);
+    const SeedSpread spread = seed_spread(values);
+    MetricSummary summary;
+    summary.mean = spread.mean;
+    summary.seed_std = spread.std;
+    summary.standard_error = averaged[m].second.standard_error;
+    summary.per_seed.assign(values.begin(), values.end());
+    out.emplace_back(averaged[m].first, std::move(summary));
   }
   return out;
 }

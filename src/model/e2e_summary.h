@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "model/weight_source.h"
+#include "metrics/metric_summary.h"
 #include "model/end_to_end.h"
+#include "model/weight_source.h"
 
 namespace tqlab {
 
@@ -33,14 +34,7 @@ struct ModelIdentity {
 /// Reads every file once for its sha256.
 ModelIdentity model_identity(const WeightSource& source, const std::string& path_as_given);
 
-/// The metrics of a run over its seeds, in next_token_metric_names() order:
-/// (name, mean, se, std, per-seed values).
-struct E2eMetricSummary {
-  std::string name;
-  double mean = 0;
-  std::optional<double> se, std;
-  std::vector<double> per_seed;
-};
-std::vector<E2eMetricSummary> summarize_seeds(const std::vector<RunSeedResult>& results);
+/// The metrics of a run over its seeds, in next_token_metric_names() order.
+NamedSummaries summarize_seeds(const std::vector<RunSeedResult>& results);
 
 }  // namespace tqlab

@@ -88,39 +88,29 @@ MetricSummary summarize_clusters(const std::vector<std::vector<RatioSum>>& per_s
     }
   }
   if (!all) return summary;
-  summary.mean = sum / static_cast<double>(seeds);
+  std::vector<double> values;
+  for (const auto& value : summary.per_seed) values.push_back(*value);
+  const SeedSpread spread = seed_spread(values);
+  summary.mean = spread.mean;
+  summary.seed_std = spread.std;
   ClusterEstimate pooled = cluster_estimate(averaged);
   if (root_of_mean) pooled = square_root(pooled);
   summary.standard_error = pooled.standard_error;
-  if (seeds > 1) {
-    double spread = 0;
-    for (const auto& value : summary.per_seed) spread += (*value - *summary.mean) * (*value - *summary.mean);
-    summary.seed_std = std::sqrt(spread / static_cast<double>(seeds - 1));
-  }
   return summary;
 }
 
 // A statistic without a standard error (a percentile): per seed, their mean and std.
 MetricSummary summarize_values(const std::vector<double>& per_seed) {
   MetricSummary summary;
-  double sum = 0;
   bool all = true;
   for (double value : per_seed) {
-    if (std::isnan(value)) {
-      summary.per_seed.push_back(std::nullopt);
-      all = false;
-    } else {
-      summary.per_seed.push_back(value);
-      sum += value;
-    }
+    all = all && !std::isnan(value);
+    summary.per_seed.push_back(std::isnan(value) ? std::nullopt : std::optional<double>(value));
   }
   if (!all || per_seed.empty()) return summary;
-  summary.mean = sum / static_cast<double>(per_seed.size());
-  if (per_seed.size() > 1) {
-    double spread = 0;
-    for (double value : per_seed) spread += (value - *summary.mean) * (value - *summary.mean);
-    summary.seed_std = std::sqrt(spread / static_cast<double>(per_seed.size() - 1));
-  }
+  const SeedSpread spread = seed_spread(per_seed);
+  summary.mean = spread.mean;
+  summary.seed_std = spread.std;
   return summary;
 }
 
@@ -387,14 +377,7 @@ void add_end_to_end(const SweepPlan& plan, const SweepEndToEnd& end_to_end, Swee
     RunResult& result = at(results.runs, run);
     const auto first = end_to_end.run_seeds.begin() + static_cast<std::ptrdiff_t>(run) * seeds;
     const std::vector<RunSeedResult> of_run(first, first + seeds);
-    for (const E2eMetricSummary& e2e : summarize_seeds(of_run)) {
-      MetricSummary summary;
-      summary.mean = e2e.mean;
-      summary.standard_error = e2e.se;
-      summary.seed_std = e2e.std;
-      summary.per_seed.assign(e2e.per_seed.begin(), e2e.per_seed.end());
-      result.metrics.emplace_back(e2e.name, std::move(summary));
-    }
+    for (auto& named : summarize_seeds(of_run)) result.metrics.push_back(std::move(named));
     if (plan.dump) continue;  // the bits are the dump's
     const ExactTokens exact = result.run->exact(plan.config.metrics.attention_options.window_mode);
     const double share = static_cast<double>(exact.cached_exact_tokens(ctx, ctx)) / ctx;

@@ -33,19 +33,12 @@
 #include <utility>
 #include <vector>
 
+#include "metrics/metric_summary.h"
 #include "sweep/sweep_plan.h"
 #include "sweep/sweep_runner.h"
 #include "sweep/sweep_totals.h"
 
 namespace tqlab {
-
-/// One metric of one run.
-struct MetricSummary {
-  std::optional<double> mean;            ///< mean over seeds (null: nothing measured)
-  std::optional<double> standard_error;  ///< cluster-robust, of the seed-averaged sums
-  std::optional<double> seed_std;        ///< sample std over seeds (null with one seed)
-  std::vector<std::optional<double>> per_seed;
-};
 
 template <typename T>
 using Named = std::vector<std::pair<std::string, T>>;
