@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/exp_kernels.h"
 #include "core/kernel_set.h"
 #include "core/rng.h"
-#include "metrics/exp_kernels.h"
 
 namespace tqlab {
 namespace {

@@ -127,7 +127,9 @@ TEST_F(PrefixForwardTest, SessionRunsFromTheFirstQuantizedLayerAreTheWholeRuns) 
       EXPECT_EQ(prefix.series.nll, whole.series.nll) << "layer " << layer;
       EXPECT_GT(whole.series.kld[5], 0.0);
       // Starting after the quantized layer would leave it out: refused.
-      if (layer + 1 < kLayers) EXPECT_THROW((void)session.run(cache.plan, layer + 1), InternalError);
+      if (layer + 1 < kLayers) {
+        EXPECT_THROW((void)session.run(cache.plan, layer + 1), InternalError);
+      }
     }
   }
   options.keep_layer_inputs = false;

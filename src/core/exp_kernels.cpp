@@ -1,7 +1,7 @@
-#include "metrics/exp_kernels.h"
+#include "core/exp_kernels.h"
 
+#include "core/exp_kernels_simd.h"
 #include "core/kernel_set.h"
-#include "metrics/attention_kernels_simd.h"
 
 namespace tqlab {
 

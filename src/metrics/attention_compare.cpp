@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/exp_kernels.h"
 #include "core/kernel_set.h"
 #include "metrics/attention_kernels_simd.h"
-#include "metrics/exp_kernels.h"
 
 namespace tqlab {
 namespace {
@@ -138,7 +138,7 @@ QueryAttentionError compare_query_attention_reference(int keys, const double* lo
 
 // The portable form.
 #define TQLAB_DOUBLES_PER_STEP 8  // four SSE2 registers (measured faster than 4 per step)
-#include "metrics/exp_kernels_wide.inc"
+#include "core/exp_kernels_wide.inc"
 #include "metrics/attention_compare_fused.inc"
 #undef TQLAB_DOUBLES_PER_STEP
 

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "metrics/exp_kernels.h"
+#include "core/exp_kernels.h"
 
 #if TQLAB_X86_KERNELS
 TQLAB_TARGET_AVX2_BEGIN
@@ -16,7 +16,7 @@ TQLAB_TARGET_AVX2_BEGIN
 namespace tqlab::simd {
 
 #define TQLAB_DOUBLES_PER_STEP 4  // one AVX2 register
-#include "metrics/exp_kernels_wide.inc"
+#include "core/exp_kernels_wide.inc"
 #include "metrics/attention_compare_fused.inc"
 #undef TQLAB_DOUBLES_PER_STEP
 
@@ -24,8 +24,6 @@ QueryAttentionError compare_query_attention_avx2(int keys, const double* logits,
                                                  const double* delta, double* p_tilde, double* scratch) {
   return compare_query_attention_fused(keys, logits, p, exact_argmax, delta, p_tilde, scratch);
 }
-
-void exp_array_avx2(int n, const double* x, double* out) { exp_array_wide(n, x, out); }
 
 void scale_logit_errors_avx2(int keys, double scale, const float* logit_errors, double* delta) {
   scale_logit_errors_fused(keys, scale, logit_errors, delta);

@@ -1,9 +1,8 @@
 // The instruction-set forms of the attention metrics' per-key arithmetic:
 // compare_query_attention and the conversions around it (attention_compare.h;
-// attention_compare_fused.inc)
-// and exp_array (exp_kernels.h; exp_kernels_wide.inc), internal to
-// attention_compare.cpp and exp_kernels.cpp, which call the one
-// core/kernel_set.h chooses. Each gives the bits of the portable definition.
+// attention_compare_fused.inc, on core/exp_kernels_wide.inc's vectors),
+// internal to attention_compare.cpp, which calls the one core/kernel_set.h
+// chooses. Each gives the bits of the portable definition.
 //   *_avx2    AVX2 + FMA   (attention_kernels_avx2.cpp)
 //   *_avx512  AVX-512      (attention_kernels_avx512.cpp)
 #pragma once
@@ -31,8 +30,6 @@ QueryAttentionError compare_query_attention_avx2(int keys, const double* logits,
                                                  const double* delta, double* p_tilde, double* scratch);
 QueryAttentionError compare_query_attention_avx512(int keys, const double* logits, const double* p, int exact_argmax,
                                                    const double* delta, double* p_tilde, double* scratch);
-void exp_array_avx2(int n, const double* x, double* out);
-void exp_array_avx512(int n, const double* x, double* out);
 void scale_logit_errors_avx2(int keys, double scale, const float* logit_errors, double* delta);
 void scale_logit_errors_avx512(int keys, double scale, const float* logit_errors, double* delta);
 void probability_changes_avx2(int keys, const double* p, const double* p_tilde, float* change, float* kept);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "metrics/exp_kernels.h"
+#include "core/exp_kernels.h"
 #include "metrics/quantile.h"
 
 namespace tqlab {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "metrics/exp_kernels.h"
+#include "core/exp_kernels.h"
 
 namespace tqlab {
 
