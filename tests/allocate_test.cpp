@@ -3,8 +3,10 @@
 // uniform spec's bits never predicted worse than that spec, the boundary rule within its budget,
 // a choice written as a sweep run's layered specs giving every unit its spec back, the candidate
 // list split where specs begin, a profile through its JSON and the cache unchanged, and the layer
-// profile the sum of the head one.
+// profile the sum of the head one; an engine's plans solved exactly over its shape.
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 
 #include "allocate/allocation.h"
 #include "allocate/candidates.h"
+#include "allocate/engine_shapes.h"
 #include "allocate/heuristics.h"
 #include "allocate/knapsack.h"
 #include "allocate/profile_cache.h"
@@ -120,6 +123,53 @@ TEST(AllocationTest, NeverPredictsWorseThanAUniformSpecAtItsBits) {
       }
     }
   }
+}
+
+// llama.cpp's shape: every (K type, V type) plan is there, each scored as the profile scores its
+// choice, the best the least damage within the budget (brute force over the pairs), never worse
+// than a uniform type that fits and never better than the unconstrained allocation; the flags name it.
+TEST(EngineShapeTest, LlamaCppBestIsTheLeastDamageOverTypePairsWithinTheBudget) {
+  std::mt19937_64 rng(30);
+  const std::vector<std::string> types{"t2", "t3", "t4", "t5"};  // the engine's names of kLadder
+  for (int instance = 0; instance < 20; ++instance) {
+    const Profile profile = random_profile(rng, 2 + instance % 4, kLadder);
+    for (const char* given : {"2.5", "3.2", "3.5", "4", "4.7", "6"}) {
+      const Budget budget = resolve_budget(profile, given, "--budget");
+      const EngineAllocation engine = allocate_for_engine(profile, Objective{}, budget, "llama.cpp", types);
+      ASSERT_EQ(engine.plans.size(), types.size() * types.size());
+      double least = std::numeric_limits<double>::infinity();
+      for (std::size_t k = 0; k < types.size(); ++k) {
+        for (std::size_t v = 0; v < types.size(); ++v) {
+          std::vector<int> choice;
+          for (const UnitProfile& unit : profile.units) {
+            choice.push_back(static_cast<int>(unit.unit.role == Role::key ? k : v));
+          }
+          if (profile.bytes_of(choice) > budget.capacity) continue;
+          least = std::min(least, score_choice(profile, Objective{}, "", choice).damage);
+        }
+      }
+      if (std::isinf(least)) {
+        EXPECT_FALSE(engine.best.has_value()) << given;
+        EXPECT_TRUE(engine.invocation.empty());
+        continue;
+      }
+      ASSERT_TRUE(engine.best.has_value()) << given;
+      const EnginePlan& best = engine.plans[*engine.best];
+      EXPECT_EQ(best.scored.damage, least) << given;
+      EXPECT_LE(best.scored.bytes, budget.capacity);
+      EXPECT_EQ(engine.invocation, "-ctk " + best.k_type + " -ctv " + best.v_type + " -fa on");
+      const AllocationResult result = allocate_bits(profile, Objective{}, budget);
+      EXPECT_LE(result.allocation.damage, best.scored.damage * (1 + 1e-12)) << given;
+      for (const ScoredChoice& uniform : result.uniform) EXPECT_LE(best.scored.damage, uniform.damage) << given;
+    }
+  }
+  const Profile profile = random_profile(rng, 2, kLadder);
+  const Budget budget = resolve_budget(profile, "6", "--budget");
+  EXPECT_EQ(allocate_for_engine(profile, Objective{}, budget, "llama.cpp:rot=off", types).invocation,
+            "LLAMA_ATTN_ROT_DISABLE=1 -ctk t5 -ctv t5 -fa on");
+  const std::string message =
+      testing::input_error_message([&] { (void)allocate_for_engine(profile, Objective{}, budget, "tqlab", types); });
+  EXPECT_NE(message.find("no allocation shape"), std::string::npos) << message;
 }
 
 TEST(AllocationTest, AnImpossibleBudgetNamesTheCheapestBits) {

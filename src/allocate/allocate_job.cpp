@@ -10,6 +10,7 @@
 
 #include "allocate/agreement.h"
 #include "allocate/allocation.h"
+#include "allocate/engine_shapes.h"
 #include "allocate/model_profile.h"
 #include "allocate/offline_profile.h"
 #include "allocate/profile_cache.h"
@@ -253,10 +254,21 @@ AllocateJobOutcome run_allocate_job(const SweepConfig& config, const SweepModel*
   if (request.calibrate) report.calibration = calibrate(context, report.profile);
   const Budget budget = resolve_budget(report.profile, request.budget, "--budget");
   report.result = allocate_bits(report.profile, request.objective, budget);
+  std::vector<const ScoredChoice*> choices = verified_choices(report.result);
+  std::vector<EngineRunChoice> engine_runs;
+  if (!request.engine.empty()) {
+    report.engine =
+        allocate_for_engine(report.profile, request.objective, budget, request.engine, request.engine_types);
+    if (report.engine->best) {
+      const EnginePlan& best = report.engine->plans[*report.engine->best];
+      choices.push_back(&best.scored);
+      engine_runs.push_back({engine_run_name(*report.engine), request.engine, best.k_type, best.v_type});
+    }
+  }
   if (request.verify) {
     const Step step(request, "verify");
     report.verification =
-        verify_choices(config, report.profile, verified_choices(report.result), request.threads, step.progress());
+        verify_choices(config, report.profile, choices, request.threads, step.progress(), engine_runs);
   }
   report.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   writer.write(allocation_json(report).dump(1) + "\n");

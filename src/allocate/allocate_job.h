@@ -35,6 +35,10 @@ struct AllocateJobRequest {
   std::optional<ShardSpec> shard;       ///< measure and write this part of the profile only
   bool calibrate = false, verify = false;
   std::string profile_file;  ///< the profile to solve, instead of the cache or a measurement
+  /// An engine whose plans are solved too (allocate/engine_shapes.h), "" for none; `engine_types`
+  /// its name of each candidate (candidates are tqlab's specs of its cache types).
+  std::string engine;
+  std::vector<std::string> engine_types;
   bool use_cache = true;     ///< read a cached profile, and cache one measured
   std::string cache_folder;  ///< where profiles are cached ("": the working folder)
   bool reuse_prefix = true;  ///< model profile: passes start from the deepest layer they share

@@ -145,6 +145,66 @@ std::string measured_cell(const VerifiedRun& run, const std::string& name, const
   return "-";
 }
 
+// The "engine" section: what the engine can run, its best plan and the flags that run it.
+Json engine_json(const EngineAllocation& engine, const Budget& budget) {
+  Json plans = Json::array();
+  for (const EnginePlan& plan : engine.plans) {
+    plans.push_back({{"k", plan.k_type},
+                     {"v", plan.v_type},
+                     {"bits", plan.scored.bits},
+                     {"damage", plan.scored.damage},
+                     {"fits", plan.scored.bytes <= budget.capacity}});
+  }
+  Json best;
+  if (engine.best) {
+    const EnginePlan& plan = engine.plans[*engine.best];
+    best = {{"name", plan.scored.name},
+            {"k", plan.k_type},
+            {"v", plan.v_type},
+            {"bits", plan.scored.bits},
+            {"damage", plan.scored.damage}};
+    Json predicted = Json::object();
+    for (const auto& [name, value] : plan.scored.predicted) predicted[name] = value;
+    best["predicted"] = std::move(predicted);
+  }
+  return {{"name", engine.engine},
+          {"shape", engine.shape},
+          {"invocation", engine.invocation.empty() ? Json(nullptr) : Json(engine.invocation)},
+          {"best", std::move(best)},
+          {"measured_as", engine_run_name(engine)},
+          {"plans", std::move(plans)}};
+}
+
+// The engine's lines of the table: its best plan against the allocation, the flags, and with
+// --verify the plan measured under the engine itself and under tqlab's semantics.
+std::string engine_text(const AllocationReport& report) {
+  if (!report.engine) return "";
+  const EngineAllocation& engine = *report.engine;
+  const ScoredChoice& allocation = report.result.allocation;
+  std::string text = fmt::format("\nengine {}: {}\n", engine.engine, engine.shape);
+  if (!engine.best) {
+    return text + fmt::format("  none of its {} plans fits {:.4f} bits per value\n", engine.plans.size(),
+                              report.result.budget.bits);
+  }
+  const EnginePlan& best = engine.plans[*engine.best];
+  text += fmt::format(
+      "  best within the budget ({} of its {} plans fit): K {}, V {} at {:.4f} bits, predicted damage {:.5g} (the "
+      "allocation: {:.5g} at {:.4f} bits)\n  run it with: {}\n",
+      std::count_if(engine.plans.begin(), engine.plans.end(),
+                    [&](const EnginePlan& plan) { return plan.scored.bytes <= report.result.budget.capacity; }),
+      engine.plans.size(), best.k_type, best.v_type, best.scored.bits, best.scored.damage, allocation.damage,
+      allocation.bits, engine.invocation);
+  if (!report.verification) return text;
+  for (const std::string& name : std::vector<std::string>{engine_run_name(engine), best.scored.name, allocation.name}) {
+    const VerifiedRun* run = verified_run(*report.verification, name);
+    if (run == nullptr) continue;
+    text += fmt::format("  measured, {}: bits_kv {:.4f}, e2e_kld {}, e2e_ppl_delta_pct {}\n",
+                        name == best.scored.name ? name + " (tqlab's semantics)" : name, run->bits.bits_kv,
+                        measured_cell(*run, "e2e_kld", "{:.5f}"), measured_cell(*run, "e2e_ppl_delta_pct", "{:+.3f}"));
+  }
+  return text;
+}
+
 }  // namespace
 
 std::vector<const ScoredChoice*> verified_choices(const AllocationResult& result) {
@@ -191,6 +251,7 @@ nlohmann::ordered_json allocation_json(const AllocationReport& report) {
   }
   out["uniform"] = std::move(uniform);
   if (report.calibration) out["calibration"] = calibration_json(*report.calibration);
+  if (report.engine) out["engine"] = engine_json(*report.engine, result.budget);
   if (report.verification) out["verify"] = verify_json(report);
   out["profile"] = profile_json(profile, &result.objective);
   out["cache"] = {{"path", report.cache_path}, {"hit", report.cache_hit}};
@@ -259,13 +320,14 @@ std::string allocation_table(const AllocationReport& report) {
         "\ncalibration to the model profile ({} pairs): key weight {:.4g}, log RMS {:.3f}, Spearman rho {:.3f}\n",
         calibration.fit.pairs, calibration.fit.key_weight, calibration.fit.log_rms, calibration.fit.rank_correlation);
     for (const ProfileAgreement& entry : calibration.agreement) {
-      text += fmt::format("  {}: same spec on {:.0f}% of units, mean |bits difference| {:.3f}, model damage {:.5g} "
-                          "(the model profile's optimum {:.5g})\n",
-                          entry.name, 100 * entry.same_choice_share, entry.mean_abs_bits_difference,
-                          entry.reference_damage, entry.reference_optimum);
+      text += fmt::format(
+          "  {}: same spec on {:.0f}% of units, mean |bits difference| {:.3f}, model damage {:.5g} "
+          "(the model profile's optimum {:.5g})\n",
+          entry.name, 100 * entry.same_choice_share, entry.mean_abs_bits_difference, entry.reference_damage,
+          entry.reference_optimum);
     }
   }
-  if (!report.verification) return text;
+  if (!report.verification) return text + engine_text(report);
 
   const Verification& verification = *report.verification;
   std::vector<std::pair<std::string, const char*>> measured;
@@ -294,7 +356,7 @@ std::string allocation_table(const AllocationReport& report) {
     text += value && expected && *expected != 0 ? fmt::format("  {:>12.3f}\n", *value / *expected)
                                                 : fmt::format("  {:>12}\n", "-");
   }
-  return text;
+  return text + engine_text(report);
 }
 
 }  // namespace tqlab

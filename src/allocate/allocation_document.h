@@ -31,6 +31,7 @@
 
 #include "allocate/agreement.h"
 #include "allocate/allocation.h"
+#include "allocate/engine_shapes.h"
 #include "allocate/verify.h"
 
 namespace tqlab {
@@ -47,6 +48,7 @@ struct AllocationReport {
   AllocationResult result;
   std::optional<CalibrationReport> calibration;
   std::optional<Verification> verification;
+  std::optional<EngineAllocation> engine;  ///< with --engine: the plans the engine can run
   std::string cache_path;
   bool cache_hit = false;
   double total_seconds = 0, profile_seconds = 0;

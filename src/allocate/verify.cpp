@@ -3,13 +3,58 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/error.h"
 #include "sweep/sweep.h"
 
 namespace tqlab {
 
+namespace {
+
+// The sweep of `sweep`'s runs, its results copied into `runs` (one per sweep run, in order).
+SweepResults sweep_into(SweepConfig sweep, int threads,
+                        const std::function<void(std::size_t done, std::size_t total)>& on_progress,
+                        VerifiedRun* runs) {
+  const SweepPlan plan = plan_sweep(std::move(sweep), PlanOptions{threads});
+  SweepOptions options;
+  options.threads = threads;
+  if (on_progress) {
+    options.on_progress = [&](std::size_t done, std::size_t total, int) { on_progress(done, total); };
+  }
+  SweepResults results = run_sweep(plan, options);
+  for (std::size_t r = 0; r < results.runs.size(); ++r) {
+    runs[r].id = results.runs[r].run->identity();
+    runs[r].bits = results.runs[r].bits;
+    runs[r].metrics = results.runs[r].metrics;
+  }
+  return results;
+}
+
+// The config's model block alone, with end-to-end metrics only, running `engine_runs`.
+SweepConfig engine_sweep(const SweepConfig& config, const std::vector<EngineRunChoice>& engine_runs) {
+  SweepConfig sweep = config;
+  sweep.runs.clear();
+  sweep.data = {};
+  sweep.seeds = {config.seeds.front()};  // an engine's cache is deterministic: one seed measures it
+  sweep.metrics.reconstruction = sweep.metrics.attention = sweep.metrics.needle = false;
+  for (const EngineRunChoice& engine_run : engine_runs) {
+    SweepRunConfig run;
+    run.k.default_spec = engine_run.k;
+    run.v.default_spec = engine_run.v;
+    run.k.key_path = run.v.key_path = engine_run.name;
+    run.origin = engine_run.name;
+    run.engine = engine_run.engine;
+    run.prefill = config.model->prefill;
+    sweep.runs.push_back(std::move(run));
+  }
+  return sweep;
+}
+
+}  // namespace
+
 Verification verify_choices(const SweepConfig& config, const Profile& profile,
                             const std::vector<const ScoredChoice*>& choices, int threads,
-                            const std::function<void(std::size_t done, std::size_t total)>& on_progress) {
+                            const std::function<void(std::size_t done, std::size_t total)>& on_progress,
+                            const std::vector<EngineRunChoice>& engine_runs) {
   const auto start = std::chrono::steady_clock::now();
   Verification verification;
   verification.seeds = config.seeds;
@@ -32,19 +77,14 @@ Verification verify_choices(const SweepConfig& config, const Profile& profile,
     run.origin = choice->name;
     sweep.runs.push_back(std::move(run));
   }
-  const SweepPlan plan = plan_sweep(std::move(sweep), PlanOptions{threads});
-  SweepOptions options;
-  options.threads = threads;
-  if (on_progress) {
-    options.on_progress = [&](std::size_t done, std::size_t total, int) { on_progress(done, total); };
+  verification.base = sweep_into(std::move(sweep), threads, on_progress, verification.runs.data()).end_to_end;
+  if (!engine_runs.empty()) {
+    if (!config.model) throw InternalError("verify_choices: engine runs without a model block");
+    const std::size_t first = verification.runs.size();
+    for (const EngineRunChoice& engine_run : engine_runs)
+      verification.runs.emplace_back().names.push_back(engine_run.name);
+    sweep_into(engine_sweep(config, engine_runs), threads, on_progress, verification.runs.data() + first);
   }
-  const SweepResults results = run_sweep(plan, options);
-  for (std::size_t r = 0; r < results.runs.size(); ++r) {
-    verification.runs[r].id = results.runs[r].run->identity();
-    verification.runs[r].bits = results.runs[r].bits;
-    verification.runs[r].metrics = results.runs[r].metrics;
-  }
-  verification.base = results.end_to_end;
   verification.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return verification;
 }

@@ -27,11 +27,20 @@ struct Verification {
   double seconds = 0;
 };
 
-/// Sweeps `choices` (each a candidate per unit of `profile`) over `config`'s data or model.
+/// A plan run under an engine's own semantics (engine/engine.h), one cache type per role.
+struct EngineRunChoice {
+  std::string name;    ///< as verified_run finds it
+  std::string engine;  ///< canonical spelling
+  std::string k, v;    ///< the engine's cache types
+};
+
+/// Sweeps `choices` (each a candidate per unit of `profile`) over `config`'s data or model, and
+/// after them `engine_runs` (a model block's end-to-end metrics only: engines run models).
 /// `on_progress(done, total)` is called as the sweep's work items and model passes finish.
 Verification verify_choices(const SweepConfig& config, const Profile& profile,
                             const std::vector<const ScoredChoice*>& choices, int threads,
-                            const std::function<void(std::size_t done, std::size_t total)>& on_progress);
+                            const std::function<void(std::size_t done, std::size_t total)>& on_progress,
+                            const std::vector<EngineRunChoice>& engine_runs = {});
 
 /// The run of `verification` that measured the choice `name`; null when none did.
 const VerifiedRun* verified_run(const Verification& verification, const std::string& name);

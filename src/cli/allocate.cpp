@@ -3,6 +3,7 @@
 // quantized, caches the profile by content, solves the multiple-choice knapsack exactly at the
 // budget, predicts the uniform specs and the boundary rule the same way, and with --verify measures
 // them by the ordinary sweep. Writes one tqlab.allocation/1 document and prints a table.
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <memory>
@@ -12,15 +13,18 @@
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include "allocate/allocate_job.h"
 #include "allocate/allocation_document.h"
 #include "allocate/candidates.h"
+#include "allocate/engine_shapes.h"
 #include "allocate/offline_profile.h"
 #include "cli/commands.h"
 #include "cli/progress_line.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/engine.h"
 #include "job/sweep_shard.h"
 #include "sweep/sweep_model.h"
 
@@ -45,6 +49,7 @@ struct AllocateCommandOptions {
   std::string seeds;
   std::string shard;
   std::string profile_file;
+  std::string engine;
   int threads = 0;
   bool quiet = false;
 };
@@ -113,6 +118,31 @@ std::string canonical_budget(const std::string& budget, const std::vector<int>& 
   }
 }
 
+// --engine: the engine's canonical spelling, the cache types it chooses from (its names) and their
+// tqlab specs as candidates; checked against what the engine runs and what the config holds.
+void apply_engine_option(const AllocateCommandOptions& options, const SweepConfig& config, AllocateJobRequest& request,
+                         std::vector<std::string>& specs) {
+  const std::unique_ptr<Engine> engine = parse_engine(options.engine, "--engine");
+  if (is_default_engine(engine->spelling())) return;
+  request.engine = engine->spelling();
+  if (request.shard) fail("allocate: --engine solves a whole profile; measure shards without it");
+  if (!config.model) {
+    fail("allocate: --engine {} measures its plans end to end: the config '{}' needs a \"model\" block", request.engine,
+         options.config);
+  }
+  request.engine_types = options.candidates.empty() ? default_engine_types(request.engine)
+                                                    : split_candidate_list(options.candidates, "--candidates");
+  const std::vector<std::string> types = engine->cache_types();
+  specs.clear();
+  for (const std::string& type : request.engine_types) {
+    if (std::find(types.begin(), types.end(), type) == types.end()) {
+      fail("allocate: --candidates '{}' with --engine {}: its cache types are {}", type, request.engine,
+           fmt::join(types, ", "));
+    }
+    specs.push_back(engine->quantizer_spec(type));
+  }
+}
+
 int run_allocate_command(const AllocateCommandOptions& options) {
   AllocateJobRequest request;
   const std::optional<Granularity> granularity = parse_granularity(options.granularity);
@@ -127,6 +157,9 @@ int run_allocate_command(const AllocateCommandOptions& options) {
   request.shard = parse_shard_option(options);
   const SweepConfig config = load_allocate_config(options);
   request.kind = parse_profile_option(options, config);
+  std::vector<std::string> specs =
+      options.candidates.empty() ? default_candidates() : split_candidate_list(options.candidates, "--candidates");
+  apply_engine_option(options, config, request, specs);
   std::vector<CommandInput> inputs = config_inputs(config);
   inputs.push_back({options.config, "the config"});
   inputs.push_back({options.profile_file, "the --profile-file"});
@@ -138,13 +171,14 @@ int run_allocate_command(const AllocateCommandOptions& options) {
   std::vector<int> dims;
   if (model) dims.push_back(model->transformer->config().head_dim);
   if (request.kind == ProfileKind::offline && !config.data.resolved_path.empty()) dims = data_head_dims(config);
-  request.candidates = canonical_candidates(
-      options.candidates.empty() ? default_candidates() : split_candidate_list(options.candidates, "--candidates"),
-      dims, "--candidates");
+  request.candidates = canonical_candidates(specs, dims, "--candidates");
   request.config_path = options.config;
   request.granularity = *granularity;
   request.objective = {*key_metric, options.key_weight};
-  request.budget = canonical_budget(options.budget, dims);
+  request.budget = canonical_budget(request.engine.empty()
+                                        ? options.budget
+                                        : parse_engine(request.engine, "--engine")->quantizer_spec(options.budget),
+                                    dims);
   request.calibrate = options.calibrate;
   request.verify = options.verify;
   request.profile_file = options.profile_file;
@@ -198,6 +232,8 @@ void setup_allocate(CLI::App& app, int& exit_code) {
                     "Model profile: run every pass from layer 0 (same numbers, slower)");
   command->add_option("--shard", options->shard, "Measure profile shard K of N only (K/N) and write it; see merge");
   command->add_option("--profile-file", options->profile_file, "The profile to solve (tqlab merge of its shards)");
+  command->add_option("--engine", options->engine,
+                      "Also solve over what ENGINE can run (llama.cpp: one type per role) and print its flags");
   add_seeds_options(*command, options->seeds, "default: the config's seeds");
   add_threads_option(*command, options->threads);
   add_quiet_flag(*command, options->quiet);

@@ -1,0 +1,89 @@
+# tqlab allocate --engine llama.cpp on the bundled model (data/tinyllama_hf), through the real binary:
+# - the engine's plans are its shape (one cache type for K and one for V, every layer: 7 x 7 plans of
+#   its default types), the best is the least predicted damage among the plans within the budget,
+#   it is never worse than a uniform type that fits (those are plans too), and the printed flags
+#   name it (-ctk K -ctv V -fa on; LLAMA_ATTN_ROT_DISABLE=1 first with rot=off);
+# - with --verify the plan is measured under the engine itself and in tqlab's semantics, and given
+#   to llama.cpp itself (node-llama-cpp, tools/llamacpp_reference/perplexity.mjs) its flags give the
+#   perplexity the engine run measured, within the llama.cpp engine's bound (2.5e-4 relative,
+#   tests/cli/llamacpp_reference.sh);
+# - what the engine cannot run is one line and exit 2.
+# The npm package is a test dependency tools/install_deps.sh installs: missing, this test FAILS.
+source "$(dirname "$0")/lib.sh" "$@"
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+require_references llamacpp_reference/node_modules/node-llama-cpp
+reference="$repo/tools/llamacpp_reference"
+model="$repo/data/tinyllama_hf"
+tokens="$model/windows.npy"
+
+cat >config.json <<JSON
+{"model": {"path": "$model", "tokens": "$tokens", "ctx": 128, "chunks": 8},
+ "metrics": {"needle": false}, "seeds": [0]}
+JSON
+
+# ---------------------------------------------------------------- refusals: one line, exit 2
+cat >offline.json <<JSON
+{"data": {"path": "$repo/data/sample_kv.safetensors"}, "metrics": {"needle": false}, "seeds": [0]}
+JSON
+expect_exit 2 "an engine without a model block" -- "$TQLAB" allocate --config offline.json --engine llama.cpp \
+  --budget 6 -o refused.json
+expect_contains err.txt "--engine llama.cpp" '"model" block'
+expect_exit 2 "a candidate the engine has no cache type for" -- "$TQLAB" allocate --config config.json \
+  --engine llama.cpp --candidates q8_0,tq:b=3 --budget 6 -o refused.json
+expect_contains err.txt "--candidates 'tq:b=3'" "q4_0"
+expect_exit 2 "an engine with shards" -- "$TQLAB" allocate --config config.json --engine llama.cpp --shard 1/2 \
+  -o refused.json
+expect_contains err.txt "--engine"
+expect_exit 2 "no such engine" -- "$TQLAB" allocate --config config.json --engine trtllm --budget 6 -o refused.json
+expect_contains err.txt "trtllm" "llama.cpp"
+[ ! -e refused.json ] || fail "a refused allocation wrote its output"
+
+# ---------------------------------------------------------------- the plan, its flags, llama.cpp itself
+expect_exit 0 "allocate --engine llama.cpp --verify" -- "$TQLAB" allocate --config config.json --engine llama.cpp \
+  --budget 7 --verify --threads 2 -o alloc.json
+expect_contains out.txt "engine llama.cpp: one cache type" "run it with: -ctk " " -fa on" "llama.cpp itself"
+read -r k v <<<"$("$python" -c '
+import json; e = json.load(open("alloc.json"))["engine"]; print(e["best"]["k"], e["best"]["v"])')"
+"$python" - alloc.json <<'PY' || fail "the engine's plans, best or flags are not what they should be"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+engine, budget = doc["engine"], doc["budget"]["bits"]
+types = ["f16", "q8_0", "q5_1", "q5_0", "iq4_nl", "q4_1", "q4_0"]
+plans = engine["plans"]
+assert sorted((p["k"], p["v"]) for p in plans) == sorted((k, v) for k in types for v in types), "not 7 x 7 plans"
+fits = [p for p in plans if p["fits"]]
+assert all(p["bits"] <= budget + 1e-12 for p in fits) and all(p["bits"] > budget for p in plans if not p["fits"])
+best = engine["best"]
+assert best["bits"] <= budget and best["damage"] == min(p["damage"] for p in fits), best
+for p in fits:
+    if p["k"] == p["v"]:
+        assert best["damage"] <= p["damage"], f"worse than uniform {p['k']}"
+assert engine["invocation"] == f"-ctk {best['k']} -ctv {best['v']} -fa on", engine["invocation"]
+names = [name for run in doc["verify"]["runs"] for name in run["names"]]
+assert "llama.cpp itself" in names and best["name"] in names and "allocation" in names, names
+PY
+"$python" "$repo/tools/hf_to_gguf.py" "$model" model.gguf || fail "hf_to_gguf.py"
+"$node" "$reference/perplexity.mjs" model.gguf "$tokens" --ctx 128 --chunks 8 --run "$k,$v" >llamacpp.json ||
+  fail "llama.cpp's perplexity.mjs with the printed flags ($k, $v)"
+checks=$((checks + 1))
+"$python" - alloc.json llamacpp.json <<'PY' || fail "llama.cpp with the printed flags does not give the engine run's numbers"
+import json, sys
+doc, reference = (json.load(open(p)) for p in sys.argv[1:3])
+run = next(r for r in doc["verify"]["runs"] if "llama.cpp itself" in r["names"])
+ours = run["metrics"]["e2e_ppl"]["mean"]
+theirs = reference["runs"][0]["ppl"]
+residual = abs(ours - theirs) / theirs
+print(f"-ctk {reference['runs'][0]['k']} -ctv {reference['runs'][0]['v']}: tqlab's llama.cpp engine {ours!r}, "
+      f"llama.cpp {theirs!r}, relative {residual:.2e}")
+sys.exit(residual > 2.5e-4)
+PY
+
+# rot=off: the flags carry the environment variable.
+expect_exit 0 "allocate --engine llama.cpp:rot=off" -- "$TQLAB" allocate --config config.json \
+  --engine llama.cpp:rot=off --budget q4_0 -o alloc_off.json --quiet
+"$python" -c '
+import json, sys
+e = json.load(open("alloc_off.json"))["engine"]
+k, v, bits = e["best"]["k"], e["best"]["v"], e["best"]["bits"]
+sys.exit(0 if e["invocation"] == f"LLAMA_ATTN_ROT_DISABLE=1 -ctk {k} -ctv {v} -fa on" and bits <= 4.5 else 1)' || fail "rot=off: the invocation is not the environment variable and the best plan within 4.5 bits"
+finish
