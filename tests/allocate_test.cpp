@@ -157,7 +157,7 @@ TEST(EngineShapeTest, LlamaCppBestIsTheLeastDamageOverTypePairsWithinTheBudget) 
       const EnginePlan& best = engine.plans[*engine.best];
       EXPECT_EQ(best.scored.damage, least) << given;
       EXPECT_LE(best.scored.bytes, budget.capacity);
-      EXPECT_EQ(engine.invocation, "-ctk " + best.k_type + " -ctv " + best.v_type + " -fa on");
+      EXPECT_EQ(engine.invocation, "-ctk " + best.k.base + " -ctv " + best.v.base + " -fa on");
       const AllocationResult result = allocate_bits(profile, Objective{}, budget);
       EXPECT_LE(result.allocation.damage, best.scored.damage * (1 + 1e-12)) << given;
       for (const ScoredChoice& uniform : result.uniform) EXPECT_LE(best.scored.damage, uniform.damage) << given;
@@ -170,6 +170,63 @@ TEST(EngineShapeTest, LlamaCppBestIsTheLeastDamageOverTypePairsWithinTheBudget) 
   const std::string message =
       testing::input_error_message([&] { (void)allocate_for_engine(profile, Objective{}, budget, "tqlab", types); });
   EXPECT_NE(message.find("no allocation shape"), std::string::npos) << message;
+}
+
+// ik_llama.cpp's shape (allocate/layer_ranges.h) against every pair of a key plan and a value plan
+// enumerated: the same least damage within the budget, a choice that is the plan it names, and
+// never worse than llama.cpp's one-type plans (a special case) nor better than the allocation.
+TEST(EngineShapeTest, LayerRangesEqualBruteForceOverEveryRangePlan) {
+  std::mt19937_64 rng(1599);
+  const std::vector<std::string> ladder{"tq:b=2,nc", "tq:b=3,nc", "tq:b=4,nc"};
+  const std::vector<std::string> types{"t2", "t3", "t4"};
+  for (int instance = 0; instance < 12; ++instance) {
+    const Profile profile = random_profile(rng, 1 + instance % 4, ladder);
+    const int layers = static_cast<int>(profile.layers.size()), count = static_cast<int>(ladder.size());
+    // Every role plan as a candidate per layer position.
+    std::vector<std::vector<int>> role_plans;
+    for (int base = 0; base < count; ++base)
+      for (int first = 0; first < count; ++first)
+        for (int n = 0; n <= layers; ++n)
+          for (int last = 0; last < count; ++last)
+            for (int m = 0; n + m <= layers; ++m) {
+              std::vector<int> per_layer;
+              for (int i = 0; i < layers; ++i) per_layer.push_back(i < n ? first : i >= layers - m ? last : base);
+              role_plans.push_back(per_layer);
+            }
+    for (const char* given : {"2.3", "3", "3.4", "4"}) {
+      const Budget budget = resolve_budget(profile, given, "--budget");
+      double least = std::numeric_limits<double>::infinity();
+      for (const std::vector<int>& key : role_plans) {
+        for (const std::vector<int>& value : role_plans) {
+          std::vector<int> choice;
+          for (const UnitProfile& unit : profile.units) {
+            choice.push_back((unit.unit.role == Role::key ? key : value)[static_cast<std::size_t>(unit.unit.layer)]);
+          }
+          if (profile.bytes_of(choice) <= budget.capacity) {
+            least = std::min(least, score_choice(profile, Objective{}, "", choice).damage);
+          }
+        }
+      }
+      const EngineAllocation ranges = allocate_for_engine(profile, Objective{}, budget, "ik_llama.cpp", types);
+      ASSERT_EQ(ranges.best.has_value(), !std::isinf(least)) << given;
+      if (!ranges.best) continue;
+      const EnginePlan& best = ranges.plans[*ranges.best];
+      EXPECT_NEAR(best.scored.damage, least, 1e-12 * least) << "instance " << instance << " budget " << given;
+      EXPECT_LE(best.scored.bytes, budget.capacity);
+      for (std::size_t u = 0; u < profile.units.size(); ++u) {
+        const UnitProfile& unit = profile.units[u];
+        const RoleTypes& role = unit.unit.role == Role::key ? best.k : best.v;
+        const std::string& expected = unit.unit.layer < role.first_layers            ? role.first
+                                      : unit.unit.layer >= layers - role.last_layers ? role.last
+                                                                                     : role.base;
+        EXPECT_EQ(types[static_cast<std::size_t>(best.scored.choice[u])], expected) << unit.unit.name();
+      }
+      const EngineAllocation one_type = allocate_for_engine(profile, Objective{}, budget, "llama.cpp", types);
+      ASSERT_TRUE(one_type.best.has_value());
+      EXPECT_LE(best.scored.damage, one_type.plans[*one_type.best].scored.damage * (1 + 1e-12));
+      EXPECT_GE(best.scored.damage, allocate_bits(profile, Objective{}, budget).allocation.damage * (1 - 1e-12));
+    }
+  }
 }
 
 TEST(AllocationTest, AnImpossibleBudgetNamesTheCheapestBits) {

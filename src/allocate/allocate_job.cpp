@@ -262,7 +262,9 @@ AllocateJobOutcome run_allocate_job(const SweepConfig& config, const SweepModel*
     if (report.engine->best) {
       const EnginePlan& best = report.engine->plans[*report.engine->best];
       choices.push_back(&best.scored);
-      engine_runs.push_back({engine_run_name(*report.engine), request.engine, best.k_type, best.v_type});
+      if (report.engine->runs_itself) {
+        engine_runs.push_back({engine_run_name(*report.engine), request.engine, best.k.base, best.v.base});
+      }
     }
   }
   if (request.verify) {

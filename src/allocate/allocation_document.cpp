@@ -145,24 +145,33 @@ std::string measured_cell(const VerifiedRun& run, const std::string& name, const
   return "-";
 }
 
+// One role's types: "k" its base type, "k_first"/"k_last" [type, layers] when it has ranges.
+void add_role_json(Json& out, const std::string& name, const RoleTypes& role) {
+  out[name] = role.base;
+  if (role.first_layers > 0) out[name + "_first"] = {role.first, role.first_layers};
+  if (role.last_layers > 0) out[name + "_last"] = {role.last, role.last_layers};
+}
+
 // The "engine" section: what the engine can run, its best plan and the flags that run it.
 Json engine_json(const EngineAllocation& engine, const Budget& budget) {
   Json plans = Json::array();
   for (const EnginePlan& plan : engine.plans) {
-    plans.push_back({{"k", plan.k_type},
-                     {"v", plan.v_type},
-                     {"bits", plan.scored.bits},
-                     {"damage", plan.scored.damage},
-                     {"fits", plan.scored.bytes <= budget.capacity}});
+    Json entry = Json::object();
+    add_role_json(entry, "k", plan.k);
+    add_role_json(entry, "v", plan.v);
+    entry["bits"] = plan.scored.bits;
+    entry["damage"] = plan.scored.damage;
+    entry["fits"] = plan.scored.bytes <= budget.capacity;
+    plans.push_back(std::move(entry));
   }
   Json best;
   if (engine.best) {
     const EnginePlan& plan = engine.plans[*engine.best];
-    best = {{"name", plan.scored.name},
-            {"k", plan.k_type},
-            {"v", plan.v_type},
-            {"bits", plan.scored.bits},
-            {"damage", plan.scored.damage}};
+    best = Json{{"name", plan.scored.name}};
+    add_role_json(best, "k", plan.k);
+    add_role_json(best, "v", plan.v);
+    best["bits"] = plan.scored.bits;
+    best["damage"] = plan.scored.damage;
     Json predicted = Json::object();
     for (const auto& [name, value] : plan.scored.predicted) predicted[name] = value;
     best["predicted"] = std::move(predicted);
@@ -171,7 +180,7 @@ Json engine_json(const EngineAllocation& engine, const Budget& budget) {
           {"shape", engine.shape},
           {"invocation", engine.invocation.empty() ? Json(nullptr) : Json(engine.invocation)},
           {"best", std::move(best)},
-          {"measured_as", engine_run_name(engine)},
+          {"measured_as", engine.runs_itself ? Json(engine_run_name(engine)) : Json(nullptr)},
           {"plans", std::move(plans)}};
 }
 
@@ -182,18 +191,12 @@ std::string engine_text(const AllocationReport& report) {
   const EngineAllocation& engine = *report.engine;
   const ScoredChoice& allocation = report.result.allocation;
   std::string text = fmt::format("\nengine {}: {}\n", engine.engine, engine.shape);
-  if (!engine.best) {
-    return text + fmt::format("  none of its {} plans fits {:.4f} bits per value\n", engine.plans.size(),
-                              report.result.budget.bits);
-  }
+  if (!engine.best) return text + fmt::format("  no plan fits {:.4f} bits per value\n", report.result.budget.bits);
   const EnginePlan& best = engine.plans[*engine.best];
   text += fmt::format(
-      "  best within the budget ({} of its {} plans fit): K {}, V {} at {:.4f} bits, predicted damage {:.5g} (the "
-      "allocation: {:.5g} at {:.4f} bits)\n  run it with: {}\n",
-      std::count_if(engine.plans.begin(), engine.plans.end(),
-                    [&](const EnginePlan& plan) { return plan.scored.bytes <= report.result.budget.capacity; }),
-      engine.plans.size(), best.k_type, best.v_type, best.scored.bits, best.scored.damage, allocation.damage,
-      allocation.bits, engine.invocation);
+      "  best within the budget: {:.4f} bits, predicted damage {:.5g} (the allocation: {:.5g} at {:.4f} bits)\n"
+      "  run it with: {}\n",
+      best.scored.bits, best.scored.damage, allocation.damage, allocation.bits, engine.invocation);
   if (!report.verification) return text;
   for (const std::string& name : std::vector<std::string>{engine_run_name(engine), best.scored.name, allocation.name}) {
     const VerifiedRun* run = verified_run(*report.verification, name);

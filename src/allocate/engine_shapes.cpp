@@ -4,10 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "allocate/layer_ranges.h"
 #include "core/error.h"
+#include "engine/engine.h"
 
 namespace tqlab {
 namespace {
+
+constexpr const char* kIkLlamaCpp = "ik_llama.cpp";
 
 bool is_llamacpp(const std::string& engine) { return engine.rfind("llama.cpp", 0) == 0; }
 
@@ -19,41 +23,47 @@ std::vector<int> one_type_per_role(const Profile& profile, int k, int v) {
   return choice;
 }
 
-// llama.cpp's command-line flags for a plan (common/arg.cpp: -ctk, -ctv, -fa), and the
-// environment variable that turns its cache rotation off.
-std::string llamacpp_invocation(const std::string& engine, const std::string& k_type, const std::string& v_type) {
+// One role's flags: "-ctk B" and, for ranges, ik_llama.cpp's "-ctk-first T,N -ctk-last T,M".
+std::string role_flags(const char* flag, const RoleTypes& role) {
+  std::string text = fmt::format("-{} {}", flag, role.base);
+  if (role.first_layers > 0) text += fmt::format(" -{}-first {},{}", flag, role.first, role.first_layers);
+  if (role.last_layers > 0) text += fmt::format(" -{}-last {},{}", flag, role.last, role.last_layers);
+  return text;
+}
+
+// The engine's command-line flags for a plan (llama.cpp common/arg.cpp: -ctk, -ctv, -fa; a
+// quantized V cache needs flash attention), and the environment variable that turns llama.cpp's
+// cache rotation off.
+std::string invocation(const std::string& engine, const EnginePlan& plan) {
   const bool rotation_off = engine.find("rot=off") != std::string::npos;
-  return fmt::format("{}-ctk {} -ctv {} -fa on", rotation_off ? "LLAMA_ATTN_ROT_DISABLE=1 " : "", k_type, v_type);
+  return fmt::format("{}{} {} -fa on", rotation_off ? "LLAMA_ATTN_ROT_DISABLE=1 " : "", role_flags("ctk", plan.k),
+                     role_flags("ctv", plan.v));
 }
 
-}  // namespace
-
-std::string engine_run_name(const EngineAllocation& allocation) { return allocation.engine + " itself"; }
-
-std::vector<std::string> default_engine_types(const std::string& engine) {
-  if (is_llamacpp(engine)) return {"f16", "q8_0", "q5_1", "q5_0", "iq4_nl", "q4_1", "q4_0"};
-  fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp)", engine);
+RoleTypes role_types(const LayerRanges& ranges, const std::vector<std::string>& names) {
+  RoleTypes out;
+  out.base = names[static_cast<std::size_t>(ranges.base)];
+  out.first_layers = ranges.first_layers;
+  out.last_layers = ranges.last_layers;
+  if (ranges.first_layers > 0) out.first = names[static_cast<std::size_t>(ranges.first)];
+  if (ranges.last_layers > 0) out.last = names[static_cast<std::size_t>(ranges.last)];
+  return out;
 }
 
-EngineAllocation allocate_for_engine(const Profile& profile, const Objective& objective, const Budget& budget,
-                                     const std::string& engine, const std::vector<std::string>& engine_types) {
-  if (!is_llamacpp(engine)) {
-    fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp)", engine);
-  }
-  if (engine_types.size() != profile.candidates.size()) {
-    throw InternalError("allocate_for_engine: a type name per candidate expected");
-  }
-  EngineAllocation out;
-  out.engine = engine;
+// llama.cpp: every (K type, V type) plan, by ascending bytes; the best the least damage within
+// the budget (on a tie the fewer bytes: the first found).
+void solve_one_type_per_role(EngineAllocation& out, const Profile& profile, const Objective& objective,
+                             const Budget& budget, const std::vector<std::string>& types) {
   out.shape = "one cache type for the keys and one for the values, every layer alike";
-  const int count = static_cast<int>(profile.candidates.size());
+  out.runs_itself = true;
+  const int count = static_cast<int>(types.size());
   for (int k = 0; k < count; ++k) {
     for (int v = 0; v < count; ++v) {
       EnginePlan plan;
-      plan.k_type = engine_types[static_cast<std::size_t>(k)];
-      plan.v_type = engine_types[static_cast<std::size_t>(v)];
+      plan.k.base = types[static_cast<std::size_t>(k)];
+      plan.v.base = types[static_cast<std::size_t>(v)];
       plan.scored =
-          score_choice(profile, objective, fmt::format("{} -ctk {} -ctv {}", engine, plan.k_type, plan.v_type),
+          score_choice(profile, objective, fmt::format("{} -ctk {} -ctv {}", out.engine, plan.k.base, plan.v.base),
                        one_type_per_role(profile, k, v));
       out.plans.push_back(std::move(plan));
     }
@@ -63,13 +73,61 @@ EngineAllocation allocate_for_engine(const Profile& profile, const Objective& ob
   for (std::size_t i = 0; i < out.plans.size(); ++i) {
     const ScoredChoice& scored = out.plans[i].scored;
     if (scored.bytes > budget.capacity) continue;
-    // The least damage; on a tie the fewer bytes (plans are by ascending bytes: the first found).
     if (!out.best || scored.damage < out.plans[*out.best].scored.damage) out.best = i;
   }
-  if (out.best) {
-    const EnginePlan& best = out.plans[*out.best];
-    out.invocation = llamacpp_invocation(engine, best.k_type, best.v_type);
+}
+
+// ik_llama.cpp: first-N / last-M layer ranges per role (allocate/layer_ranges.h).
+void solve_layer_ranges(EngineAllocation& out, const Profile& profile, const Objective& objective, const Budget& budget,
+                        const std::vector<std::string>& types) {
+  out.shape = "per role a type for every layer, another for the first N and another for the last M layers";
+  const std::optional<RangesPlan> ranges = best_layer_ranges(profile, objective, budget.capacity);
+  if (!ranges) return;
+  EnginePlan plan;
+  plan.k = role_types(ranges->key, types);
+  plan.v = role_types(ranges->value, types);
+  plan.scored = score_choice(profile, objective, out.engine + " " + invocation(out.engine, plan), ranges->choice);
+  out.plans.push_back(std::move(plan));
+  out.best = 0;
+}
+
+}  // namespace
+
+std::string canonical_allocation_engine(const std::string& text, const std::string& option) {
+  if (text == kIkLlamaCpp) return text;
+  const std::string engine = canonical_engine(text, option);
+  if (!is_llamacpp(engine)) {
+    fail("{} '{}': allocate solves over what llama.cpp, llama.cpp:rot=off and {} can run", option, text, kIkLlamaCpp);
   }
+  return engine;
+}
+
+std::string engine_of_types(const std::string& engine) { return engine == kIkLlamaCpp ? "llama.cpp" : engine; }
+
+std::string engine_run_name(const EngineAllocation& allocation) { return allocation.engine + " itself"; }
+
+std::vector<std::string> default_engine_types(const std::string& engine) {
+  if (is_llamacpp(engine) || engine == kIkLlamaCpp) return {"f16", "q8_0", "q5_1", "q5_0", "iq4_nl", "q4_1", "q4_0"};
+  fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {})", engine,
+       kIkLlamaCpp);
+}
+
+EngineAllocation allocate_for_engine(const Profile& profile, const Objective& objective, const Budget& budget,
+                                     const std::string& engine, const std::vector<std::string>& engine_types) {
+  if (engine_types.size() != profile.candidates.size()) {
+    throw InternalError("allocate_for_engine: a type name per candidate expected");
+  }
+  EngineAllocation out;
+  out.engine = engine;
+  if (is_llamacpp(engine)) {
+    solve_one_type_per_role(out, profile, objective, budget, engine_types);
+  } else if (engine == kIkLlamaCpp) {
+    solve_layer_ranges(out, profile, objective, budget, engine_types);
+  } else {
+    fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {})", engine,
+         kIkLlamaCpp);
+  }
+  if (out.best) out.invocation = invocation(engine, out.plans[*out.best]);
   return out;
 }
 

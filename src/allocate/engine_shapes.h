@@ -7,8 +7,13 @@
 //               layer by llama_kv_cache (src/llama-kv-cache.cpp). A quantized V cache needs flash
 //               attention (-fa on; llama_init_from_model refuses it otherwise), and the rotation
 //               of a quantized cache is on unless LLAMA_ATTN_ROT_DISABLE=1 (engine/llamacpp_engine.h).
-// The space is small (types x types), so every plan is scored on the profile and the least
-// predicted damage within the budget is the engine-shaped optimum: exact over that space.
+//   ik_llama.cpp  per role a base type (-ctk, -ctv) and, optionally, another type for the first N
+//               and one for the last M layers (-ctk-first T,N, -ctk-last T,M, -ctv-first, -ctv-last:
+//               ik_llama.cpp PR #1599, "Mixed KV cache"). Its numerics are not tqlab's to run: its
+//               plans are measured in tqlab's semantics only.
+// llama.cpp's space is small (types x types): every plan is scored on the profile and the least
+// predicted damage within the budget is the engine-shaped optimum. ik_llama.cpp's is solved
+// exactly by allocate/layer_ranges.h.
 // Plans are scored as every allocation is (allocate/allocation.h): the profile measures each
 // unit with tqlab's quantizer of the type (bytes identical to the engine's); --verify then
 // measures the plan end to end under the engine itself and under tqlab's semantics.
@@ -24,32 +29,48 @@
 
 namespace tqlab {
 
+/// One role's cache types in a plan, as the engine names them.
+struct RoleTypes {
+  std::string base;         ///< every layer outside the ranges (llama.cpp: every layer)
+  std::string first, last;  ///< the first / last layers' type ("" when that range is empty)
+  int first_layers = 0, last_layers = 0;
+};
+
 /// One plan the engine can run, scored on the profile.
 struct EnginePlan {
-  std::string k_type, v_type;  ///< the engine's cache type names ("q8_0", "f16")
-  ScoredChoice scored;         ///< as a choice of the profile's candidates, predicted
+  RoleTypes k, v;
+  ScoredChoice scored;  ///< as a choice of the profile's candidates, predicted
 };
 
 struct EngineAllocation {
-  std::string engine;               ///< canonical spelling ("llama.cpp", "llama.cpp:rot=off")
-  std::string shape;                ///< what the engine can express, one line
-  std::vector<EnginePlan> plans;    ///< every plan, by ascending bits then K type then V type
+  std::string engine;  ///< canonical spelling ("llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp")
+  std::string shape;   ///< what the engine can express, one line
+  /// llama.cpp: every plan, by ascending bits; ik_llama.cpp: the best only (its plans are too many
+  /// to list: layer_ranges.h)
+  std::vector<EnginePlan> plans;
   std::optional<std::size_t> best;  ///< index in plans of the least predicted damage within the budget
   std::string invocation;           ///< the engine's flags for the best plan ("-ctk q8_0 -ctv q4_0 -fa on")
+  bool runs_itself = false;         ///< tqlab has the engine's numerics (engine/engine.h): --verify runs it
 };
+
+/// The engines allocate --engine takes: "llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp". `text`'s
+/// canonical spelling; InputError naming `option` and listing them otherwise.
+std::string canonical_allocation_engine(const std::string& text, const std::string& option);
+
+/// The tqlab engine whose cache types and their spellings `engine` shares (ik_llama.cpp: llama.cpp's,
+/// which its own types include).
+std::string engine_of_types(const std::string& engine);
 
 /// The name --verify gives the best plan's run under the engine itself ("llama.cpp itself");
 /// the same plan under tqlab's semantics keeps its plan name.
 std::string engine_run_name(const EngineAllocation& allocation);
 
-/// The candidates an engine's allocation chooses from by default: its cache types below 32 bits,
-/// one of each width class (llama.cpp: f16, q8_0, q5_1, q5_0, iq4_nl, q4_1, q4_0), as the
-/// engine names them.
+/// The candidates an engine's allocation chooses from by default, as the engine names them: its
+/// cache types below 32 bits, bf16 left to f16 (llama.cpp: f16, q8_0, q5_1, q5_0, iq4_nl, q4_1, q4_0).
 std::vector<std::string> default_engine_types(const std::string& engine);
 
-/// Every plan `engine` can run over `profile`'s candidates, `engine_types[i]` being the engine's
-/// name of profile.candidates[i], scored and solved at `budget`. InputError naming the engine when
-/// it has no allocation shape (tqlab's own is the per-unit allocation itself).
+/// The plans `engine` can run over `profile`'s candidates, `engine_types[i]` being the engine's
+/// name of profile.candidates[i], scored and solved exactly at `budget`.
 EngineAllocation allocate_for_engine(const Profile& profile, const Objective& objective, const Budget& budget,
                                      const std::string& engine, const std::vector<std::string>& engine_types);
 

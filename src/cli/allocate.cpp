@@ -122,9 +122,9 @@ std::string canonical_budget(const std::string& budget, const std::vector<int>& 
 // tqlab specs as candidates; checked against what the engine runs and what the config holds.
 void apply_engine_option(const AllocateCommandOptions& options, const SweepConfig& config, AllocateJobRequest& request,
                          std::vector<std::string>& specs) {
-  const std::unique_ptr<Engine> engine = parse_engine(options.engine, "--engine");
-  if (is_default_engine(engine->spelling())) return;
-  request.engine = engine->spelling();
+  if (options.engine.empty() || is_default_engine(options.engine)) return;
+  request.engine = canonical_allocation_engine(options.engine, "--engine");
+  const std::unique_ptr<Engine> engine = parse_engine(engine_of_types(request.engine), "--engine");
   if (request.shard) fail("allocate: --engine solves a whole profile; measure shards without it");
   if (!config.model) {
     fail("allocate: --engine {} measures its plans end to end: the config '{}' needs a \"model\" block", request.engine,
@@ -175,10 +175,11 @@ int run_allocate_command(const AllocateCommandOptions& options) {
   request.config_path = options.config;
   request.granularity = *granularity;
   request.objective = {*key_metric, options.key_weight};
-  request.budget = canonical_budget(request.engine.empty()
-                                        ? options.budget
-                                        : parse_engine(request.engine, "--engine")->quantizer_spec(options.budget),
-                                    dims);
+  request.budget =
+      canonical_budget(request.engine.empty()
+                           ? options.budget
+                           : parse_engine(engine_of_types(request.engine), "--engine")->quantizer_spec(options.budget),
+                       dims);
   request.calibrate = options.calibrate;
   request.verify = options.verify;
   request.profile_file = options.profile_file;
@@ -233,7 +234,7 @@ void setup_allocate(CLI::App& app, int& exit_code) {
   command->add_option("--shard", options->shard, "Measure profile shard K of N only (K/N) and write it; see merge");
   command->add_option("--profile-file", options->profile_file, "The profile to solve (tqlab merge of its shards)");
   command->add_option("--engine", options->engine,
-                      "Also solve over what ENGINE can run (llama.cpp: one type per role) and print its flags");
+                      "Also solve over what ENGINE can run (llama.cpp, ik_llama.cpp) and print its flags");
   add_seeds_options(*command, options->seeds, "default: the config's seeds");
   add_threads_option(*command, options->threads);
   add_quiet_flag(*command, options->quiet);

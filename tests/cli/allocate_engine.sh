@@ -7,6 +7,8 @@
 #   to llama.cpp itself (node-llama-cpp, tools/llamacpp_reference/perplexity.mjs) its flags give the
 #   perplexity the engine run measured, within the llama.cpp engine's bound (2.5e-4 relative,
 #   tests/cli/llamacpp_reference.sh);
+# - ik_llama.cpp's plans (a type per role and others for the first N and last M layers) are never
+#   worse than llama.cpp's at the same budget, and their flags name the ranges;
 # - what the engine cannot run is one line and exit 2.
 # The npm package is a test dependency tools/install_deps.sh installs: missing, this test FAILS.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -36,6 +38,8 @@ expect_exit 2 "an engine with shards" -- "$TQLAB" allocate --config config.json 
 expect_contains err.txt "--engine"
 expect_exit 2 "no such engine" -- "$TQLAB" allocate --config config.json --engine trtllm --budget 6 -o refused.json
 expect_contains err.txt "trtllm" "llama.cpp"
+expect_exit 2 "a bad engine option" -- "$TQLAB" allocate --config config.json --engine tqlab:x=1 \
+  --budget 6 -o refused.json
 [ ! -e refused.json ] || fail "a refused allocation wrote its output"
 
 # ---------------------------------------------------------------- the plan, its flags, llama.cpp itself
@@ -76,6 +80,29 @@ residual = abs(ours - theirs) / theirs
 print(f"-ctk {reference['runs'][0]['k']} -ctv {reference['runs'][0]['v']}: tqlab's llama.cpp engine {ours!r}, "
       f"llama.cpp {theirs!r}, relative {residual:.2e}")
 sys.exit(residual > 2.5e-4)
+PY
+
+# ik_llama.cpp: first-N / last-M ranges per role; at least as good as llama.cpp's one-type plan at the
+# same budget (a special case), measured in tqlab's semantics only (no "itself" run), flags that say so.
+expect_exit 0 "allocate --engine ik_llama.cpp --verify" -- "$TQLAB" allocate --config config.json \
+  --engine ik_llama.cpp --budget 7 --verify --threads 2 -o alloc_ik.json --quiet
+expect_contains out.txt "engine ik_llama.cpp: per role" "run it with: -ctk "
+"$python" - alloc.json alloc_ik.json <<'PY' || fail "ik_llama.cpp's plan is not a valid range plan at least as good"
+import json, sys
+one, ik = (json.load(open(p)) for p in sys.argv[1:3])
+best, layers = ik["engine"]["best"], 4
+assert best["bits"] <= ik["budget"]["bits"] and best["damage"] <= one["engine"]["best"]["damage"] * (1 + 1e-12)
+flags = f"-ctk {best['k']}"
+for role in ("k", "v"):
+    if role == "v":
+        flags += f" -ctv {best['v']}"
+    first, last = best.get(role + "_first", ["", 0]), best.get(role + "_last", ["", 0])
+    assert first[1] + last[1] <= layers
+    if first[1]: flags += f" -ct{role}-first {first[0]},{first[1]}"
+    if last[1]: flags += f" -ct{role}-last {last[0]},{last[1]}"
+assert ik["engine"]["invocation"] == flags + " -fa on", (ik["engine"]["invocation"], flags)
+names = [name for run in ik["verify"]["runs"] for name in run["names"]]
+assert best["name"] in names and ik["engine"]["measured_as"] is None, names
 PY
 
 # rot=off: the flags carry the environment variable.
