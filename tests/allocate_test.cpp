@@ -4,11 +4,13 @@
 // a choice written as a sweep run's layered specs giving every unit its spec back, the candidate
 // list split where specs begin, a profile through its JSON and the cache unchanged, and the layer
 // profile the sum of the head one; an engine's plans solved exactly over its shape.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -22,6 +24,7 @@
 #include "allocate/profile_cache.h"
 #include "allocate/profile_json.h"
 #include "model_test_util.h"
+#include "quant/vllm_presets.h"
 #include "test_support.h"
 
 namespace tqlab {
@@ -224,6 +227,63 @@ TEST(EngineShapeTest, LayerRangesEqualBruteForceOverEveryRangePlan) {
       const EngineAllocation one_type = allocate_for_engine(profile, Objective{}, budget, "llama.cpp", types);
       ASSERT_TRUE(one_type.best.has_value());
       EXPECT_LE(best.scored.damage, one_type.plans[*one_type.best].scored.damage * (1 + 1e-12));
+      EXPECT_GE(best.scored.damage, allocate_bits(profile, Objective{}, budget).allocation.damage * (1 - 1e-12));
+    }
+  }
+}
+
+// vLLM's shape (allocate/skip_layers.h): per preset, every set of kept layers enumerated (the
+// boundary ones always kept) gives the same least damage; the plan keeps what it says, names the
+// layers beyond the boundary in its flags, and is never better than the allocation.
+TEST(EngineShapeTest, VllmSkipLayersEqualBruteForceOverEveryKeptSet) {
+  std::mt19937_64 rng(57445);
+  const std::vector<std::string> types = default_engine_types("vllm");
+  std::vector<std::string> ladder;
+  for (std::size_t c = 0; c < types.size(); ++c) ladder.push_back("tq:b=" + std::to_string(c + 2) + ",nc");
+  const auto index_of = [&](std::string_view spec) {
+    return static_cast<int>(std::find(types.begin(), types.end(), spec) - types.begin());
+  };
+  for (int instance = 0; instance < 10; ++instance) {
+    const Profile profile = random_profile(rng, 1 + instance % 6, ladder);
+    const int layers = static_cast<int>(profile.layers.size());
+    for (const char* given : {"5", "7", "9", "12"}) {
+      const Budget budget = resolve_budget(profile, given, "--budget");
+      const EngineAllocation vllm = allocate_for_engine(profile, Objective{}, budget, "vllm", types);
+      double least = std::numeric_limits<double>::infinity();
+      for (const VllmPreset& preset : vllm_presets()) {
+        for (int kept = 0; kept < (1 << layers); ++kept) {
+          std::vector<int> choice;
+          bool allowed = true;
+          for (int layer = 0; layer < layers; ++layer) {
+            allowed = allowed && (vllm_layer_quantized(preset, layer, layers) || (kept >> layer & 1));
+          }
+          if (!allowed) continue;
+          for (const UnitProfile& unit : profile.units) {
+            const bool keep = kept >> unit.unit.layer & 1;
+            choice.push_back(keep ? index_of("fp16")
+                                  : index_of(unit.unit.role == Role::key ? preset.key_spec : preset.value_spec));
+          }
+          if (profile.bytes_of(choice) <= budget.capacity) {
+            least = std::min(least, score_choice(profile, Objective{}, "", choice).damage);
+          }
+        }
+      }
+      ASSERT_EQ(vllm.best.has_value(), !std::isinf(least)) << given;
+      if (!vllm.best) continue;
+      const EnginePlan& best = vllm.plans[*vllm.best];
+      EXPECT_NEAR(best.scored.damage, least, 1e-12 * least) << "instance " << instance << " budget " << given;
+      EXPECT_LE(best.scored.bytes, budget.capacity);
+      std::string flags = "--kv-cache-dtype " + best.preset;
+      for (std::size_t i = 0; i < best.skip_layers.size(); ++i) {
+        flags += (i == 0 ? " --kv-cache-dtype-skip-layers " : " ") + std::to_string(best.skip_layers[i]);
+      }
+      EXPECT_EQ(vllm.invocation, flags);
+      for (std::size_t u = 0; u < profile.units.size(); ++u) {
+        const UnitProfile& unit = profile.units[u];
+        const bool kept = std::count(best.kept_layers.begin(), best.kept_layers.end(), unit.unit.layer) > 0;
+        EXPECT_EQ(best.scored.choice[u],
+                  kept ? index_of("fp16") : index_of(unit.unit.role == Role::key ? best.k.base : best.v.base));
+      }
       EXPECT_GE(best.scored.damage, allocate_bits(profile, Objective{}, budget).allocation.damage * (1 - 1e-12));
     }
   }

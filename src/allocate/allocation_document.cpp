@@ -152,13 +152,23 @@ void add_role_json(Json& out, const std::string& name, const RoleTypes& role) {
   if (role.last_layers > 0) out[name + "_last"] = {role.last, role.last_layers};
 }
 
+// A plan's types: a vLLM preset with its layers, or each role's.
+void add_plan_json(Json& out, const EnginePlan& plan) {
+  if (!plan.preset.empty()) {
+    out["preset"] = plan.preset;
+    out["skip_layers"] = plan.skip_layers;
+    out["kept_layers"] = plan.kept_layers;
+  }
+  add_role_json(out, "k", plan.k);
+  add_role_json(out, "v", plan.v);
+}
+
 // The "engine" section: what the engine can run, its best plan and the flags that run it.
 Json engine_json(const EngineAllocation& engine, const Budget& budget) {
   Json plans = Json::array();
   for (const EnginePlan& plan : engine.plans) {
     Json entry = Json::object();
-    add_role_json(entry, "k", plan.k);
-    add_role_json(entry, "v", plan.v);
+    add_plan_json(entry, plan);
     entry["bits"] = plan.scored.bits;
     entry["damage"] = plan.scored.damage;
     entry["fits"] = plan.scored.bytes <= budget.capacity;
@@ -168,8 +178,7 @@ Json engine_json(const EngineAllocation& engine, const Budget& budget) {
   if (engine.best) {
     const EnginePlan& plan = engine.plans[*engine.best];
     best = Json{{"name", plan.scored.name}};
-    add_role_json(best, "k", plan.k);
-    add_role_json(best, "v", plan.v);
+    add_plan_json(best, plan);
     best["bits"] = plan.scored.bits;
     best["damage"] = plan.scored.damage;
     Json predicted = Json::object();

@@ -1,17 +1,22 @@
 #include "allocate/engine_shapes.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "allocate/layer_ranges.h"
+#include "allocate/skip_layers.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "quant/vllm_presets.h"
 
 namespace tqlab {
 namespace {
 
 constexpr const char* kIkLlamaCpp = "ik_llama.cpp";
+constexpr const char* kVllm = "vllm";
 
 bool is_llamacpp(const std::string& engine) { return engine.rfind("llama.cpp", 0) == 0; }
 
@@ -35,6 +40,12 @@ std::string role_flags(const char* flag, const RoleTypes& role) {
 // quantized V cache needs flash attention), and the environment variable that turns llama.cpp's
 // cache rotation off.
 std::string invocation(const std::string& engine, const EnginePlan& plan) {
+  if (!plan.preset.empty()) {
+    std::string text = "--kv-cache-dtype " + plan.preset;
+    if (!plan.skip_layers.empty())
+      text += fmt::format(" --kv-cache-dtype-skip-layers {}", fmt::join(plan.skip_layers, " "));
+    return text;
+  }
   const bool rotation_off = engine.find("rot=off") != std::string::npos;
   return fmt::format("{}{} {} -fa on", rotation_off ? "LLAMA_ATTN_ROT_DISABLE=1 " : "", role_flags("ctk", plan.k),
                      role_flags("ctv", plan.v));
@@ -91,25 +102,80 @@ void solve_layer_ranges(EngineAllocation& out, const Profile& profile, const Obj
   out.best = 0;
 }
 
+// vLLM: every preset whose formats are candidates, each with the best set of kept layers.
+void solve_vllm_presets(EngineAllocation& out, const Profile& profile, const Objective& objective, const Budget& budget,
+                        const std::vector<std::string>& types) {
+  out.shape =
+      "a preset on every layer but those kept at the model's precision (a TurboQuant preset's first and "
+      "last 2, and --kv-cache-dtype-skip-layers)";
+  const auto index_of = [&](std::string_view spec) {
+    const auto found = std::find(types.begin(), types.end(), spec);
+    return found == types.end() ? -1 : static_cast<int>(found - types.begin());
+  };
+  const int unquantized = index_of("fp16");
+  if (unquantized < 0) {
+    fail("allocate --engine vllm: the candidates need fp16, the precision of the layers vLLM keeps unquantized");
+  }
+  const int layers = static_cast<int>(profile.layers.size());
+  for (const VllmPreset& preset : vllm_presets()) {
+    const int key = index_of(preset.key_spec), value = index_of(preset.value_spec);
+    if (key < 0 || value < 0) continue;
+    std::vector<int> forced;
+    for (int at = 0; at < layers; ++at) {
+      if (!vllm_layer_quantized(preset, at, layers)) forced.push_back(profile.layers[static_cast<std::size_t>(at)]);
+    }
+    const std::optional<SkipLayersPlan> kept =
+        best_skip_layers(profile, objective, budget.capacity, {key, value, unquantized}, forced);
+    if (!kept) continue;
+    EnginePlan plan;
+    plan.preset = preset.name;
+    plan.k.base = preset.key_spec;
+    plan.v.base = preset.value_spec;
+    plan.kept_layers = kept->kept;
+    for (const int layer : kept->kept) {
+      if (std::find(forced.begin(), forced.end(), layer) == forced.end()) plan.skip_layers.push_back(layer);
+    }
+    plan.scored = score_choice(profile, objective, "vllm " + invocation(out.engine, plan), kept->choice);
+    out.plans.push_back(std::move(plan));
+  }
+  for (std::size_t i = 0; i < out.plans.size(); ++i) {
+    if (!out.best || out.plans[i].scored.damage < out.plans[*out.best].scored.damage) out.best = i;
+  }
+}
+
 }  // namespace
 
 std::string canonical_allocation_engine(const std::string& text, const std::string& option) {
-  if (text == kIkLlamaCpp) return text;
+  if (text == kIkLlamaCpp || text == kVllm) return text;
   const std::string engine = canonical_engine(text, option);
   if (!is_llamacpp(engine)) {
-    fail("{} '{}': allocate solves over what llama.cpp, llama.cpp:rot=off and {} can run", option, text, kIkLlamaCpp);
+    fail("{} '{}': allocate solves over what llama.cpp, llama.cpp:rot=off, {} and {} can run", option, text,
+         kIkLlamaCpp, kVllm);
   }
   return engine;
 }
 
-std::string engine_of_types(const std::string& engine) { return engine == kIkLlamaCpp ? "llama.cpp" : engine; }
+std::string engine_of_types(const std::string& engine) {
+  if (engine == kIkLlamaCpp) return "llama.cpp";
+  return engine == kVllm ? "tqlab" : engine;
+}
 
 std::string engine_run_name(const EngineAllocation& allocation) { return allocation.engine + " itself"; }
 
 std::vector<std::string> default_engine_types(const std::string& engine) {
   if (is_llamacpp(engine) || engine == kIkLlamaCpp) return {"f16", "q8_0", "q5_1", "q5_0", "iq4_nl", "q4_1", "q4_0"};
-  fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {})", engine,
-       kIkLlamaCpp);
+  if (engine == kVllm) {
+    std::vector<std::string> types;
+    for (const VllmPreset& preset : vllm_presets()) {
+      for (const std::string_view spec : {preset.key_spec, preset.value_spec}) {
+        if (std::find(types.begin(), types.end(), spec) == types.end()) types.emplace_back(spec);
+      }
+    }
+    types.emplace_back("fp16");
+    return types;
+  }
+  fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {}, {})", engine,
+       kIkLlamaCpp, kVllm);
 }
 
 EngineAllocation allocate_for_engine(const Profile& profile, const Objective& objective, const Budget& budget,
@@ -123,9 +189,11 @@ EngineAllocation allocate_for_engine(const Profile& profile, const Objective& ob
     solve_one_type_per_role(out, profile, objective, budget, engine_types);
   } else if (engine == kIkLlamaCpp) {
     solve_layer_ranges(out, profile, objective, budget, engine_types);
+  } else if (engine == kVllm) {
+    solve_vllm_presets(out, profile, objective, budget, engine_types);
   } else {
-    fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {})", engine,
-         kIkLlamaCpp);
+    fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {}, {})", engine,
+         kIkLlamaCpp, kVllm);
   }
   if (out.best) out.invocation = invocation(engine, out.plans[*out.best]);
   return out;

@@ -11,6 +11,13 @@
 //               and one for the last M layers (-ctk-first T,N, -ctk-last T,M, -ctv-first, -ctv-last:
 //               ik_llama.cpp PR #1599, "Mixed KV cache"). Its numerics are not tqlab's to run: its
 //               plans are measured in tqlab's semantics only.
+//   vllm        a preset (--kv-cache-dtype: its key and value formats, quant/vllm_presets.h) on
+//               every layer but those kept at the model's precision: a TurboQuant preset's first
+//               and last 2 always, and any others --kv-cache-dtype-skip-layers names
+//               (vllm/engine/arg_utils.py merges the two lists; attention.py gives those layers
+//               kv_cache_dtype "auto"). Kept layers are profiled as fp16. Measured in tqlab's
+//               semantics (every query reads the quantized cache: what decoding sees; vLLM's
+//               TurboQuant prefill attends its own chunk exact).
 // llama.cpp's space is small (types x types): every plan is scored on the profile and the least
 // predicted damage within the budget is the engine-shaped optimum. ik_llama.cpp's is solved
 // exactly by allocate/layer_ranges.h.
@@ -39,7 +46,10 @@ struct RoleTypes {
 /// One plan the engine can run, scored on the profile.
 struct EnginePlan {
   RoleTypes k, v;
-  ScoredChoice scored;  ///< as a choice of the profile's candidates, predicted
+  std::string preset;            ///< vLLM: the --kv-cache-dtype preset ("" otherwise)
+  std::vector<int> skip_layers;  ///< vLLM: layers kept unquantized beyond the preset's own boundary layers
+  std::vector<int> kept_layers;  ///< vLLM: every layer kept unquantized (the boundary ones included)
+  ScoredChoice scored;           ///< as a choice of the profile's candidates, predicted
 };
 
 struct EngineAllocation {
@@ -53,12 +63,12 @@ struct EngineAllocation {
   bool runs_itself = false;         ///< tqlab has the engine's numerics (engine/engine.h): --verify runs it
 };
 
-/// The engines allocate --engine takes: "llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp". `text`'s
+/// The engines allocate --engine takes: "llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp", "vllm". `text`'s
 /// canonical spelling; InputError naming `option` and listing them otherwise.
 std::string canonical_allocation_engine(const std::string& text, const std::string& option);
 
 /// The tqlab engine whose cache types and their spellings `engine` shares (ik_llama.cpp: llama.cpp's,
-/// which its own types include).
+/// which its own types include; vllm: tqlab's, whose specs spell vLLM's formats).
 std::string engine_of_types(const std::string& engine);
 
 /// The name --verify gives the best plan's run under the engine itself ("llama.cpp itself");
@@ -66,7 +76,8 @@ std::string engine_of_types(const std::string& engine);
 std::string engine_run_name(const EngineAllocation& allocation);
 
 /// The candidates an engine's allocation chooses from by default, as the engine names them: its
-/// cache types below 32 bits, bf16 left to f16 (llama.cpp: f16, q8_0, q5_1, q5_0, iq4_nl, q4_1, q4_0).
+/// cache types below 32 bits, bf16 left to f16 (llama.cpp: f16, q8_0, q5_1, q5_0, iq4_nl, q4_1, q4_0);
+/// vllm: every format of its presets, as quant/vllm_presets.h spells them, and fp16.
 std::vector<std::string> default_engine_types(const std::string& engine);
 
 /// The plans `engine` can run over `profile`'s candidates, `engine_types[i]` being the engine's

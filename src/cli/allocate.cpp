@@ -135,7 +135,7 @@ void apply_engine_option(const AllocateCommandOptions& options, const SweepConfi
   const std::vector<std::string> types = engine->cache_types();
   specs.clear();
   for (const std::string& type : request.engine_types) {
-    if (std::find(types.begin(), types.end(), type) == types.end()) {
+    if (!types.empty() && std::find(types.begin(), types.end(), type) == types.end()) {
       fail("allocate: --candidates '{}' with --engine {}: its cache types are {}", type, request.engine,
            fmt::join(types, ", "));
     }
@@ -234,7 +234,7 @@ void setup_allocate(CLI::App& app, int& exit_code) {
   command->add_option("--shard", options->shard, "Measure profile shard K of N only (K/N) and write it; see merge");
   command->add_option("--profile-file", options->profile_file, "The profile to solve (tqlab merge of its shards)");
   command->add_option("--engine", options->engine,
-                      "Also solve over what ENGINE can run (llama.cpp, ik_llama.cpp) and print its flags");
+                      "Also solve over what ENGINE can run (llama.cpp, ik_llama.cpp, vllm) and print its flags");
   add_seeds_options(*command, options->seeds, "default: the config's seeds");
   add_threads_option(*command, options->threads);
   add_quiet_flag(*command, options->quiet);

@@ -8,7 +8,8 @@
 #   perplexity the engine run measured, within the llama.cpp engine's bound (2.5e-4 relative,
 #   tests/cli/llamacpp_reference.sh);
 # - ik_llama.cpp's plans (a type per role and others for the first N and last M layers) are never
-#   worse than llama.cpp's at the same budget, and their flags name the ranges;
+#   worse than llama.cpp's at the same budget, and their flags name the ranges; vllm's are its presets
+#   with the layers they keep unquantized;
 # - what the engine cannot run is one line and exit 2.
 # The npm package is a test dependency tools/install_deps.sh installs: missing, this test FAILS.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -103,6 +104,25 @@ for role in ("k", "v"):
 assert ik["engine"]["invocation"] == flags + " -fa on", (ik["engine"]["invocation"], flags)
 names = [name for run in ik["verify"]["runs"] for name in run["names"]]
 assert best["name"] in names and ik["engine"]["measured_as"] is None, names
+PY
+
+# vllm: a preset everywhere but kept layers (a TurboQuant preset keeps all 4 of this model's layers:
+# its first and last 2), with --kv-cache-dtype and the extra kept layers as its flags.
+expect_exit 0 "allocate --engine vllm" -- "$TQLAB" allocate --config config.json --engine vllm --budget 9 \
+  -o alloc_vllm.json --quiet
+"$python" - alloc_vllm.json <<'PY' || fail "vllm's plans are not its presets with their kept layers"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+engine = doc["engine"]
+presets = {p["preset"]: p for p in engine["plans"]}
+assert presets["turboquant_4bit_nc"]["kept_layers"] == [0, 1, 2, 3] if "turboquant_4bit_nc" in presets else True
+assert all(p["bits"] <= doc["budget"]["bits"] for p in engine["plans"])
+best = engine["best"]
+assert best["preset"] in ("fp8", "fp8_per_token_head"), best  # 16-bit TurboQuant layers cannot fit 9 bits here
+flags = "--kv-cache-dtype " + best["preset"]
+if best["skip_layers"]:
+    flags += " --kv-cache-dtype-skip-layers " + " ".join(map(str, best["skip_layers"]))
+assert engine["invocation"] == flags and best["damage"] == min(p["damage"] for p in engine["plans"]), engine
 PY
 
 # rot=off: the flags carry the environment variable.
