@@ -42,7 +42,9 @@ std::string z_or_dash(const BoundsRow& row, const std::string& rotation) {
   return "-";
 }
 
-void print_report(const BoundsReport& report) {
+// Theorem 1's table: per row, D_mse's theory, measurement and z, the real quantizer's z per rotation, and the
+// bounds.
+void print_d_mse_table(const BoundsReport& report) {
   const VerifyBoundsOptions& options = report.options;
   fmt::print("D_mse = E|x - Q(x)|^2 of a unit x (Theorem 1). Monte Carlo: {} uniform unit vectors per row quantized\n"
              "directly; {} through the real tq quantizer per rotation. z = (measured - theory) / standard error.\n",
@@ -57,28 +59,35 @@ void print_report(const BoundsReport& report) {
         z_or_dash(row, "haar"), z_or_dash(row, "hadamard"), row.lower_bound, row.upper_bound, row.ratio_to_lower_bound,
         row.paper_d_mse ? fmt::format("{:g}", *row.paper_d_mse) : "-", row.ok ? "ok" : "FAILED");
   }
+}
 
+// The structured inputs' table (one-hot vectors per rotation), when any row measured them.
+void print_one_hot_table(const BoundsReport& report) {
   bool any_one_hot = false;
   for (const BoundsRow& row : report.rows) any_one_hot = any_one_hot || !row.one_hot.empty();
-  if (any_one_hot) {
-    fmt::print(
-        "\nStructured inputs: the d one-hot vectors through the real tq quantizer per rotation (docs/ROTATIONS.md).\n"
-        "D_mse (z against theory) and the debiased <x~,x> (1 = unbiased; z against 1). Haar must match;\n"
-        "one Hadamard round gives every coordinate +-1/sqrt(d), an exact error shown as 'pred'.\n");
-    fmt::print("{:>5} {:>2}  {:>9}  {}\n", "dim", "b", "theory", "per rotation: D_mse (z) | debiased <x~,x> (z)");
-    for (const BoundsRow& row : report.rows) {
-      std::vector<std::string> cells;
-      for (const OneHotDeviation& result : row.one_hot) {
-        const std::string d_mse = result.d_mse_predicted
-                                      ? fmt::format("{:.4f} (pred {:.4f})", result.d_mse.mean, *result.d_mse_predicted)
-                                      : fmt::format("{:.4f} ({:+.1f})", result.d_mse.mean, result.d_mse_z);
-        cells.push_back(fmt::format("{} {} | {:.4f} ({:+.1f})", result.rotation, d_mse,
-                                    result.debiased_inner_product.mean, result.debiased_inner_product_z));
-      }
-      fmt::print("{:>5} {:>2}  {:>9.6f}  {}\n", row.dim, row.bits, row.d_mse_theory, fmt::join(cells, "   "));
+  if (!any_one_hot) return;
+  fmt::print(
+      "\nStructured inputs: the d one-hot vectors through the real tq quantizer per rotation (docs/ROTATIONS.md).\n"
+      "D_mse (z against theory) and the debiased <x~,x> (1 = unbiased; z against 1). Haar must match;\n"
+      "one Hadamard round gives every coordinate +-1/sqrt(d), an exact error shown as 'pred'.\n");
+  fmt::print("{:>5} {:>2}  {:>9}  {}\n", "dim", "b", "theory", "per rotation: D_mse (z) | debiased <x~,x> (z)");
+  for (const BoundsRow& row : report.rows) {
+    std::vector<std::string> cells;
+    for (const OneHotDeviation& result : row.one_hot) {
+      const std::string d_mse = result.d_mse_predicted
+                                    ? fmt::format("{:.4f} (pred {:.4f})", result.d_mse.mean, *result.d_mse_predicted)
+                                    : fmt::format("{:.4f} ({:+.1f})", result.d_mse.mean, result.d_mse_z);
+      cells.push_back(fmt::format("{} {} | {:.4f} ({:+.1f})", result.rotation, d_mse,
+                                  result.debiased_inner_product.mean, result.debiased_inner_product_z));
     }
+    fmt::print("{:>5} {:>2}  {:>9.6f}  {}\n", row.dim, row.bits, row.d_mse_theory, fmt::join(cells, "   "));
   }
+}
 
+// Theorem 2's table: per row, the prod estimator's measured error against its prediction at each <y,x>, and the
+// paper's constant against the formula.
+void print_prod_table(const BoundsReport& report) {
+  const VerifyBoundsOptions& options = report.options;
   fmt::print("\nTheorem 2, prod (b-1 bits + 1-bit QJL, m = d, unit y): d*E[(<y,x~> - <y,x>)^2] at <y,x> = {}\n"
              "predicted (d/m)*[(pi/2)*D_mse(b-1) - E<y,r>^2]; the paper's constant beside (pi/2)*D_mse(b-1)\n",
              fmt::join(options.inner_products, " / "));
@@ -101,9 +110,12 @@ void print_report(const BoundsReport& report) {
     fmt::print("{:>5} {:>2}  {:>12.4f}  {:>6}  {:>16}  {}\n", row.dim, row.bits, row.prod_formula, paper, versus,
                fmt::join(cells, "  "));
   }
+}
 
+// The three inner-product estimators' d*E[err^2] per row, and the largest |z| of the row's bias checks.
+void print_estimator_table(const BoundsReport& report) {
   fmt::print("\nInner-product estimators, d*E[err^2] at <y,x> = {} (a published reproduction's table is at d = 128)\n",
-             fmt::join(options.inner_products, " / "));
+             fmt::join(report.options.inner_products, " / "));
   fmt::print("{:>5} {:>2}  {:<26}  {:<26}  {:<26}  {}\n", "dim", "b", "biased <y,Q(x)>", "debiased /(1 - D_b)",
              "prod", "largest |z| of the biases");
   for (const BoundsRow& row : report.rows) {
@@ -116,7 +128,10 @@ void print_report(const BoundsReport& report) {
                estimator_triplet(row, InnerProductEstimator::debiased),
                estimator_triplet(row, InnerProductEstimator::prod), largest);
   }
+}
 
+// The closing line: rows, checks, failures, the largest |z| of any check, and the run's seconds.
+void print_summary(const BoundsReport& report) {
   double largest_z = 0;
   for (const BoundsRow& row : report.rows) {
     for (const BoundsCheck& check : row.checks) {
@@ -125,8 +140,12 @@ void print_report(const BoundsReport& report) {
   }
   const auto failures = report.failures();
   fmt::print("\n{} rows, {} checks (Monte Carlo ones pass at |z| <= {:g}), {} failed; largest |z| {:.2f}; {:.1f} s\n",
-             report.rows.size(), report.check_count(), options.tolerance_z, failures.size(), largest_z, report.seconds);
-  // One note per bit width whose published constant disagrees, listing every dim measured.
+             report.rows.size(), report.check_count(), report.options.tolerance_z, failures.size(), largest_z,
+             report.seconds);
+}
+
+// One note per bit width whose published constant disagrees, listing every dim measured.
+void print_erratum_notes(const BoundsReport& report) {
   std::map<int, std::vector<const BoundsRow*>> disagreeing;
   for (const BoundsRow& row : report.rows) {
     if (row.paper_prod && row.paper_prod->disagrees) disagreeing[row.bits].push_back(&row);
@@ -141,6 +160,15 @@ void print_report(const BoundsReport& report) {
                "(pi/2)*D_mse({}) = {} at d = {}\n",
                rows.front()->paper_prod->published, bits, bits - 1, fmt::join(formulas, " / "), fmt::join(dims, " / "));
   }
+}
+
+void print_report(const BoundsReport& report) {
+  print_d_mse_table(report);
+  print_one_hot_table(report);
+  print_prod_table(report);
+  print_estimator_table(report);
+  print_summary(report);
+  print_erratum_notes(report);
 }
 
 int run_verify_bounds(VerifyBoundsCommandOptions& command) {

@@ -141,109 +141,147 @@ double query_scale_for_weight(int d, int t, int target, const std::vector<double
   return std::exp(0.5 * (lo + hi));
 }
 
-}  // namespace
+// The shape of a tensor of `heads` heads: [seqs,] heads, tokens, dim (the seq axis only when seqs > 1).
+std::vector<std::int64_t> tensor_shape(const SyntheticKvOptions& options, int heads) {
+  std::vector<std::int64_t> shape{heads, options.tokens, options.dim};
+  if (options.seqs > 1) shape.insert(shape.begin(), options.seqs);
+  return shape;
+}
 
-SyntheticKv generate_synthetic_kv(const SyntheticKvOptions& options) {
-  validate(options);
+// The seed of one draw stream of (layer, kv head, seq); `extra` tells streams of one kind apart (the q head).
+std::uint64_t stream_seed(const SyntheticKvOptions& options, Stream stream, int layer, int head, int seq, int extra) {
+  return derive_seed({options.seed, stream, static_cast<std::uint64_t>(layer), static_cast<std::uint64_t>(head),
+                      static_cast<std::uint64_t>(seq), static_cast<std::uint64_t>(extra)});
+}
+
+// The values' per-channel sigma for a head of key profile `profile`: the expected key norm over sqrt(d),
+// divided by the layer's key norm / value norm ratio.
+double value_sigma_for(const KeyProfile& profile, int d, double norm_ratio) {
+  double expected_key_norm2 = 0.0;
+  for (int c = 0; c < d; ++c)
+    expected_key_norm2 += profile.offset[c] * profile.offset[c] + profile.spread[c] * profile.spread[c];
+  return std::sqrt(expected_key_norm2 / d) / norm_ratio;
+}
+
+// Fills one head's keys (post-RoPE, drawn from `profile`) and values (N(0, value_sigma^2)), each
+// [tokens, d] floats.
+void fill_keys_and_values(int d, int tokens, const KeyProfile& profile, double value_sigma, Rng& key_rng,
+                          Rng& value_rng, float* keys, float* values) {
+  for (int t = 0; t < tokens; ++t) {
+    float* key = keys + static_cast<std::size_t>(t) * d;
+    for (int c = 0; c < d; ++c) key[c] = static_cast<float>(profile.offset[c] + profile.spread[c] * key_rng.gaussian());
+    apply_rope(d, t, key);
+    float* value = values + static_cast<std::size_t>(t) * d;
+    for (int c = 0; c < d; ++c) value[c] = static_cast<float>(value_sigma * value_rng.gaussian());
+  }
+}
+
+// The mean of `tokens` keys of [tokens, d] floats, d channels.
+std::vector<double> mean_key_of(int d, int tokens, const float* keys) {
+  std::vector<double> mean_key(d, 0.0);
+  for (int t = 0; t < tokens; ++t) {
+    for (int c = 0; c < d; ++c) mean_key[c] += keys[static_cast<std::size_t>(t) * d + c];
+  }
+  for (double& m : mean_key) m /= tokens;
+  return mean_key;
+}
+
+// Fills one q head's queries, [tokens, d] floats: query t points at its target key (less the mean key,
+// plus noise), scaled to give it 30-90% of the causal softmax over `keys`.
+void fill_queries(int d, int tokens, const float* keys, const std::vector<double>& mean_key, Rng& query_rng,
+                  float* queries) {
+  std::vector<double> direction(d);
+  for (int t = 0; t < tokens; ++t) {
+    const int target = attention_target(t, query_rng);
+    const float* key = keys + static_cast<std::size_t>(target) * d;
+    double norm2 = 0.0;
+    for (int c = 0; c < d; ++c) {
+      direction[c] = key[c] - mean_key[c];
+      norm2 += direction[c] * direction[c];
+    }
+    const double noise = 0.5 * std::sqrt(std::max(norm2, 1e-12) / d);
+    for (int c = 0; c < d; ++c) direction[c] += noise * query_rng.gaussian();
+    const double weight = 0.3 + 0.6 * query_rng.uniform();
+    const double scale = query_scale_for_weight(d, t, target, direction, keys, weight, query_rng);
+    float* query = queries + static_cast<std::size_t>(t) * d;
+    for (int c = 0; c < d; ++c) query[c] = static_cast<float>(scale * direction[c]);
+  }
+}
+
+// Fills kv head `head` of one layer in every sequence: its keys and values in k and v, and the queries of
+// its group of q heads in q.
+void fill_kv_head(const SyntheticKvOptions& options, int layer, int head, double norm_ratio, SyntheticTensor& q,
+                  SyntheticTensor& k, SyntheticTensor& v) {
   const int d = options.dim, tokens = options.tokens;
-  const bool with_seq = options.seqs > 1;
-  SyntheticKv out;
-  out.layout = with_seq ? "seq head token dim" : "head token dim";
-  auto shape_of = [&](int heads) {
-    std::vector<std::int64_t> shape{heads, tokens, d};
-    if (with_seq) shape.insert(shape.begin(), options.seqs);
-    return shape;
-  };
   const std::size_t head_size = static_cast<std::size_t>(tokens) * d;
   const int group = options.q_heads / options.kv_heads;
+  // The head's key profile is shared by its sequences (a property of the weights).
+  Rng profile_rng(
+      derive_seed({options.seed, kKeys, static_cast<std::uint64_t>(layer), static_cast<std::uint64_t>(head)}));
+  const KeyProfile profile = make_key_profile(d, profile_rng);
+  const double value_sigma = value_sigma_for(profile, d, norm_ratio);
 
-  for (int layer = 0; layer < options.layers; ++layer) {
-    Rng layer_rng(derive_seed({options.seed, kLayerShape, static_cast<std::uint64_t>(layer)}));
-    // Key norm / value norm: 10-30x, the first layer far higher.
-    const double norm_ratio = layer == 0 ? 60.0 + 60.0 * layer_rng.uniform() : 10.0 + 20.0 * layer_rng.uniform();
-    SyntheticTensor q{"layers." + std::to_string(layer) + ".q", shape_of(options.q_heads), {}};
-    SyntheticTensor k{"layers." + std::to_string(layer) + ".k", shape_of(options.kv_heads), {}};
-    SyntheticTensor v{"layers." + std::to_string(layer) + ".v", shape_of(options.kv_heads), {}};
-    q.values.resize(head_size * options.q_heads * options.seqs);
-    k.values.resize(head_size * options.kv_heads * options.seqs);
-    v.values.resize(head_size * options.kv_heads * options.seqs);
+  for (int seq = 0; seq < options.seqs; ++seq) {
+    const auto slab = [&](int heads, int h) { return (static_cast<std::size_t>(seq) * heads + h) * head_size; };
+    float* keys = k.values.data() + slab(options.kv_heads, head);
+    float* values = v.values.data() + slab(options.kv_heads, head);
+    Rng key_rng(stream_seed(options, kKeys, layer, head, seq, 0));
+    Rng value_rng(stream_seed(options, kValues, layer, head, seq, 0));
+    fill_keys_and_values(d, tokens, profile, value_sigma, key_rng, value_rng, keys, values);
+    const std::vector<double> mean_key = mean_key_of(d, tokens, keys);
 
-    for (int head = 0; head < options.kv_heads; ++head) {
-      // The head's key profile is shared by its sequences (a property of the weights).
-      Rng profile_rng(derive_seed({options.seed, kKeys, static_cast<std::uint64_t>(layer),
-                                   static_cast<std::uint64_t>(head)}));
-      const KeyProfile profile = make_key_profile(d, profile_rng);
-      double expected_key_norm2 = 0.0;
-      for (int c = 0; c < d; ++c)
-        expected_key_norm2 += profile.offset[c] * profile.offset[c] + profile.spread[c] * profile.spread[c];
-      const double value_sigma = std::sqrt(expected_key_norm2 / d) / norm_ratio;
-
-      for (int seq = 0; seq < options.seqs; ++seq) {
-        const auto slab = [&](int heads, int h) { return (static_cast<std::size_t>(seq) * heads + h) * head_size; };
-        float* keys = k.values.data() + slab(options.kv_heads, head);
-        float* values = v.values.data() + slab(options.kv_heads, head);
-        const auto tag = [&](Stream stream, int extra) {
-          return derive_seed({options.seed, stream, static_cast<std::uint64_t>(layer), static_cast<std::uint64_t>(head),
-                              static_cast<std::uint64_t>(seq), static_cast<std::uint64_t>(extra)});
-        };
-        Rng key_rng(tag(kKeys, 0));
-        Rng value_rng(tag(kValues, 0));
-        for (int t = 0; t < tokens; ++t) {
-          float* key = keys + static_cast<std::size_t>(t) * d;
-          for (int c = 0; c < d; ++c)
-            key[c] = static_cast<float>(profile.offset[c] + profile.spread[c] * key_rng.gaussian());
-          apply_rope(d, t, key);
-          float* value = values + static_cast<std::size_t>(t) * d;
-          for (int c = 0; c < d; ++c) value[c] = static_cast<float>(value_sigma * value_rng.gaussian());
-        }
-        std::vector<double> mean_key(d, 0.0);
-        for (int t = 0; t < tokens; ++t) {
-          for (int c = 0; c < d; ++c) mean_key[c] += keys[static_cast<std::size_t>(t) * d + c];
-        }
-        for (double& m : mean_key) m /= tokens;
-
-        for (int member = 0; member < group; ++member) {
-          const int q_head = head * group + member;
-          float* queries = q.values.data() + slab(options.q_heads, q_head);
-          Rng query_rng(tag(kQueries, q_head));
-          std::vector<double> direction(d);
-          for (int t = 0; t < tokens; ++t) {
-            const int target = attention_target(t, query_rng);
-            const float* key = keys + static_cast<std::size_t>(target) * d;
-            double norm2 = 0.0;
-            for (int c = 0; c < d; ++c) {
-              direction[c] = key[c] - mean_key[c];
-              norm2 += direction[c] * direction[c];
-            }
-            const double noise = 0.5 * std::sqrt(std::max(norm2, 1e-12) / d);
-            for (int c = 0; c < d; ++c) direction[c] += noise * query_rng.gaussian();
-            const double weight = 0.3 + 0.6 * query_rng.uniform();
-            const double scale = query_scale_for_weight(d, t, target, direction, keys, weight, query_rng);
-            float* query = queries + static_cast<std::size_t>(t) * d;
-            for (int c = 0; c < d; ++c) query[c] = static_cast<float>(scale * direction[c]);
-          }
-        }
-      }
+    for (int member = 0; member < group; ++member) {
+      const int q_head = head * group + member;
+      Rng query_rng(stream_seed(options, kQueries, layer, head, seq, q_head));
+      fill_queries(d, tokens, keys, mean_key, query_rng, q.values.data() + slab(options.q_heads, q_head));
     }
-    out.tensors.push_back(std::move(q));
-    out.tensors.push_back(std::move(k));
-    out.tensors.push_back(std::move(v));
   }
+}
 
-  out.metadata = {
+// The tensor layers.{layer}.{role} of `heads` heads, its values zeroed.
+SyntheticTensor layer_tensor(const SyntheticKvOptions& options, int layer, const char* role, int heads) {
+  SyntheticTensor tensor{"layers." + std::to_string(layer) + "." + role, tensor_shape(options, heads), {}};
+  tensor.values.resize(static_cast<std::size_t>(options.tokens) * options.dim * heads * options.seqs);
+  return tensor;
+}
+
+// What the file says of itself: the generator, layout, sizes, seed, and how to read the keys and queries.
+std::map<std::string, std::string> synthetic_metadata(const SyntheticKvOptions& options, const std::string& layout) {
+  return {
       {"generator", "tqlab synth"},
-      {"layout", out.layout},
+      {"layout", layout},
       {"layers", std::to_string(options.layers)},
       {"q_heads", std::to_string(options.q_heads)},
       {"kv_heads", std::to_string(options.kv_heads)},
-      {"head_dim", std::to_string(d)},
-      {"tokens", std::to_string(tokens)},
+      {"head_dim", std::to_string(options.dim)},
+      {"tokens", std::to_string(options.tokens)},
       {"seqs", std::to_string(options.seqs)},
       {"seed", std::to_string(options.seed)},
       {"keys", "post-RoPE"},
       {"attention", "causal"},
       {"scale", "1/sqrt(head_dim)"},
   };
+}
+
+}  // namespace
+
+SyntheticKv generate_synthetic_kv(const SyntheticKvOptions& options) {
+  validate(options);
+  SyntheticKv out;
+  out.layout = options.seqs > 1 ? "seq head token dim" : "head token dim";
+  for (int layer = 0; layer < options.layers; ++layer) {
+    Rng layer_rng(derive_seed({options.seed, kLayerShape, static_cast<std::uint64_t>(layer)}));
+    // Key norm / value norm: 10-30x, the first layer far higher.
+    const double norm_ratio = layer == 0 ? 60.0 + 60.0 * layer_rng.uniform() : 10.0 + 20.0 * layer_rng.uniform();
+    SyntheticTensor q = layer_tensor(options, layer, "q", options.q_heads);
+    SyntheticTensor k = layer_tensor(options, layer, "k", options.kv_heads);
+    SyntheticTensor v = layer_tensor(options, layer, "v", options.kv_heads);
+    for (int head = 0; head < options.kv_heads; ++head) fill_kv_head(options, layer, head, norm_ratio, q, k, v);
+    out.tensors.push_back(std::move(q));
+    out.tensors.push_back(std::move(k));
+    out.tensors.push_back(std::move(v));
+  }
+  out.metadata = synthetic_metadata(options, out.layout);
   return out;
 }
 

@@ -38,11 +38,17 @@ bool ignorable(const std::string& name) {
   return std::regex_match(name, inv_freq);
 }
 
+// Shard files by name, each with the tensor names an index puts there (an empty set: the whole file).
+using ShardList = std::vector<std::pair<std::string, std::set<std::string>>>;
+
+// Every tensor of every shard, by name: its view and the file holding it.
+using FoundTensors = std::map<std::string, std::pair<const TensorView*, const SourceFile*>>;
+
 // The shard files of an index, in first-mention order, each with the tensors the index puts there.
-std::vector<std::pair<std::string, std::set<std::string>>> read_index(const std::string& path) {
+ShardList read_index(const std::string& path) {
   const nlohmann::json document = read_json_file(path, "checkpoint index");
   const JsonReader root(document, path, "", "checkpoint index");
-  std::vector<std::pair<std::string, std::set<std::string>>> shards;
+  ShardList shards;
   for (const auto& [name, file] : root.at("weight_map").members()) {
     const std::string shard = file.as_string();
     if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..") {
@@ -57,18 +63,15 @@ std::vector<std::pair<std::string, std::set<std::string>>> read_index(const std:
   return shards;
 }
 
-}  // namespace
-
-std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
-  auto checkpoint = std::unique_ptr<Checkpoint>(new Checkpoint());
-  checkpoint->dir_ = dir;
+// The path of DIR's config.json (`base` is DIR with a trailing separator), once DIR is a folder and
+// config.json a regular file in it.
+std::string config_path_in(const std::string& dir, const std::string& base) {
   std::error_code error;
   if (!std::filesystem::is_directory(dir, error)) {
     fail("model '{}': not a folder (expected a Hugging Face checkpoint folder with config.json and "
          "model.safetensors)",
          dir);
   }
-  const std::string base = (std::filesystem::path(dir) / "").string();
   const std::string config_path = base + "config.json";
   if (struct stat info {}; ::stat(config_path.c_str(), &info) != 0) {
     // Absent is the common case; a folder tqlab may not search, or a link that loops, says so instead.
@@ -77,27 +80,29 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   } else if (!S_ISREG(info.st_mode)) {
     fail("model '{}': config.json is not a regular file", dir);
   }
-  checkpoint->config_ = read_model_config(config_path);
-  const ModelConfig& config = checkpoint->config_;
+  return config_path;
+}
 
-  // Which files hold which tensors.
-  std::vector<std::pair<std::string, std::set<std::string>>> shards;  // empty set: the whole file
+// Which files hold which tensors: model.safetensors alone, or the shards of the index (whose path goes
+// to `index_path`; left empty for a single file).
+ShardList list_shards(const std::string& dir, const std::string& base, std::string& index_path) {
   const std::string single = base + "model.safetensors";
   const std::string index = base + "model.safetensors.index.json";
-  std::string index_path;
-  if (is_file(single)) {
-    shards.push_back({"model.safetensors", {}});
-  } else if (is_file(index)) {
+  if (is_file(single)) return {{"model.safetensors", {}}};
+  if (is_file(index)) {
     index_path = index;
-    shards = read_index(index);
-  } else {
-    const bool torch_bin = is_file(base + "pytorch_model.bin") || is_file(base + "pytorch_model.bin.index.json");
-    fail("model '{}': no model.safetensors or model.safetensors.index.json{}", dir,
-         torch_bin ? " (pytorch_model.bin is a pickle, which tqlab does not read: convert it to safetensors)" : "");
+    return read_index(index);
   }
+  const bool torch_bin = is_file(base + "pytorch_model.bin") || is_file(base + "pytorch_model.bin.index.json");
+  fail("model '{}': no model.safetensors or model.safetensors.index.json{}", dir,
+       torch_bin ? " (pytorch_model.bin is a pickle, which tqlab does not read: convert it to safetensors)" : "");
+}
 
-  // Every tensor of every file, by name.
-  std::map<std::string, std::pair<const TensorView*, const SourceFile*>> found;
+// Opens every shard as a safetensors file, appending it to `files` and `tensor_files` (parallel, in
+// shard order).
+void open_shards(const std::string& dir, const std::string& base, const std::string& index_path,
+                 const ShardList& shards, std::vector<SourceFile>& files,
+                 std::vector<std::unique_ptr<TensorFile>>& tensor_files) {
   for (const auto& [name, listed] : shards) {
     SourceFile weights;
     weights.path = base + name;
@@ -110,12 +115,20 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
       fail("model '{}': '{}' is not a safetensors file (it reads as {})", dir, weights.path, file->format());
     }
     weights.bytes = std::filesystem::file_size(weights.path);
-    checkpoint->files_.push_back(std::move(weights));
-    checkpoint->tensor_files_.push_back(std::move(file));
+    files.push_back(std::move(weights));
+    tensor_files.push_back(std::move(file));
   }
+}
+
+// Every tensor of every opened shard, by name, once each is where the index puts it (if there is an
+// index) and in only one file.
+FoundTensors find_tensors(const std::string& dir, const std::string& index_path, const ShardList& shards,
+                          const std::vector<SourceFile>& files,
+                          const std::vector<std::unique_ptr<TensorFile>>& tensor_files) {
+  FoundTensors found;
   for (std::size_t s = 0; s < shards.size(); ++s) {
-    const SourceFile& weights = checkpoint->files_[s];
-    const TensorFile& tensor_file = *checkpoint->tensor_files_[s];
+    const SourceFile& weights = files[s];
+    const TensorFile& tensor_file = *tensor_files[s];
     const std::set<std::string>& listed = shards[s].second;
     for (const TensorView& view : tensor_file.tensors()) {
       if (!listed.empty() && !listed.count(view.name)) {
@@ -135,8 +148,13 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
       }
     }
   }
+  return found;
+}
 
-  // The config's tensors: present, shaped, of a weight dtype.
+// The config's tensors, put into `tensors` once each is present, shaped, and of a weight dtype; returns
+// their names.
+std::set<std::string> take_expected(const std::string& dir, const ModelConfig& config, const FoundTensors& found,
+                                    std::unordered_map<std::string, const TensorView*>& tensors) {
   std::set<std::string> expected_names;
   for (const auto& [role, layer, name, shape] : expected_weights(config, NamingConvention::hugging_face)) {
     expected_names.insert(name);
@@ -154,8 +172,15 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
       fail("model '{}': tensor '{}' in '{}' is {}; weights must be F32, F16 or BF16", dir, name,
            at->second.second->name, dtype_info(view.dtype).safetensors);
     }
-    checkpoint->tensors_.emplace(name, &view);
+    tensors.emplace(name, &view);
   }
+  return expected_names;
+}
+
+// Refuses every found tensor the config does not imply, except those transformers ignores: RoPE's saved
+// frequencies, and a tied lm_head.weight of the embedding's shape (warned about).
+void refuse_unexpected(const std::string& dir, const ModelConfig& config, const FoundTensors& found,
+                       const std::set<std::string>& expected_names) {
   for (const auto& [name, where] : found) {
     if (expected_names.count(name) || ignorable(name)) continue;
     if (config.tie_word_embeddings && name == "lm_head.weight") {
@@ -175,6 +200,25 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
                            shape_text({config.vocab_size, config.hidden_size}))
              : "");
   }
+}
+
+}  // namespace
+
+std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
+  auto checkpoint = std::unique_ptr<Checkpoint>(new Checkpoint());
+  checkpoint->dir_ = dir;
+  const std::string base = (std::filesystem::path(dir) / "").string();
+  checkpoint->config_ = read_model_config(config_path_in(dir, base));
+  const ModelConfig& config = checkpoint->config_;
+
+  std::string index_path;  // empty for a single model.safetensors
+  const ShardList shards = list_shards(dir, base, index_path);
+  open_shards(dir, base, index_path, shards, checkpoint->files_, checkpoint->tensor_files_);
+  // files_ is complete: the pointers into it that `found` keeps stay valid.
+  const FoundTensors found = find_tensors(dir, index_path, shards, checkpoint->files_, checkpoint->tensor_files_);
+
+  const std::set<std::string> expected_names = take_expected(dir, config, found, checkpoint->tensors_);
+  refuse_unexpected(dir, config, found, expected_names);
   return checkpoint;
 }
 

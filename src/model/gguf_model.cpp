@@ -74,17 +74,10 @@ const Architecture& read_architecture(const GgufFile& file) {
        supported_names(NamingConvention::gguf));
 }
 
-}  // namespace
-
-ModelConfig read_gguf_config(const GgufFile& file) {
-  const Architecture& family = read_architecture(file);
-  const ConfigReader keys(file, family.gguf_name);
+// Refuses the {arch}.* keys of what the forward pass does not do: mixture-of-experts layers and sliding-window
+// attention.
+void refuse_unsupported_layers(const GgufFile& file, const ConfigReader& keys) {
   const std::string where = keys.where();
-  ModelConfig config;
-  config.path = file.path();
-  config.architecture = family.gguf_name;
-  config.family = family.family;
-
   if (const auto experts = file.get_integer(keys.key("expert_count")); experts && *experts > 0) {
     fail("{}: metadata '{}' is {}: mixture-of-experts layers are not supported", where, keys.key("expert_count"),
          *experts);
@@ -94,6 +87,12 @@ ModelConfig read_gguf_config(const GgufFile& file) {
       fail("{}: metadata '{}' is present: sliding-window attention is not supported", where, keys.key(suffix));
     }
   }
+}
+
+// The sizes of the layers: count, hidden and feed-forward widths, query and kv heads, and the head dim (even;
+// the value and RoPE dims must equal it).
+void read_sizes(const ConfigReader& keys, ModelConfig& config) {
+  const std::string where = keys.where();
   config.layers = keys.required_size("block_count");
   config.hidden_size = keys.required_size("embedding_length");
   config.intermediate_size = keys.required_size("feed_forward_length");
@@ -117,6 +116,11 @@ ModelConfig read_gguf_config(const GgufFile& file) {
            config.head_dim);
     }
   }
+}
+
+// The RMS norm's epsilon, RoPE's base and scaling (none or linear), and the context length when given.
+void read_norm_and_rope(const GgufFile& file, const ConfigReader& keys, ModelConfig& config) {
+  const std::string where = keys.where();
   const auto epsilon = keys.positive("attention.layer_norm_rms_epsilon");
   if (!epsilon) fail("{}: metadata '{}' is missing", where, keys.key("attention.layer_norm_rms_epsilon"));
   config.rms_norm_eps = *epsilon;
@@ -134,21 +138,31 @@ ModelConfig read_gguf_config(const GgufFile& file) {
   if (const auto context = file.get_integer(keys.key("context_length")); context && *context > 0) {
     config.max_position_embeddings = *context;
   }
+}
 
-  // What the tensors decide: the vocabulary, biases, tied output, rope factors.
+// The vocabulary size: the rows of token_embd.weight, a matrix [vocab, hidden] (ggml's ne order reversed),
+// which {arch}.vocab_size must agree with when given.
+int read_vocab_size(const GgufFile& file, const ConfigReader& keys, int hidden_size) {
+  const std::string where = keys.where();
   const GgufTensor* embedding = file.find_tensor(weight_name(WeightRole::embedding, -1, NamingConvention::gguf));
   if (embedding == nullptr || embedding->ne.size() != 2) {
     fail("{}: tensor 'token_embd.weight' is {} (expected a matrix [vocab, {}])", where,
-         embedding ? "shaped " + embedding->shape_string() : std::string("missing"), config.hidden_size);
+         embedding ? "shaped " + embedding->shape_string() : std::string("missing"), hidden_size);
   }
   if (embedding->ne[1] < 1 || embedding->ne[1] > std::numeric_limits<int>::max()) {
     fail("{}: tensor 'token_embd.weight' has {} rows", where, embedding->ne[1]);
   }
-  config.vocab_size = static_cast<int>(embedding->ne[1]);
-  if (const auto vocab = file.get_integer(keys.key("vocab_size")); vocab && *vocab != config.vocab_size) {
+  const int vocab_size = static_cast<int>(embedding->ne[1]);
+  if (const auto vocab = file.get_integer(keys.key("vocab_size")); vocab && *vocab != vocab_size) {
     fail("{}: metadata '{}' is {} but token_embd.weight has {} rows", where, keys.key("vocab_size"), *vocab,
-         config.vocab_size);
+         vocab_size);
   }
+  return vocab_size;
+}
+
+// What layer 0's tensors and the output decide: biases, a tied output, Llama 3's rope_freqs factors.
+void read_tensor_options(const GgufFile& file, const Architecture& family, const ConfigReader& keys,
+                         ModelConfig& config) {
   const auto present = [&](WeightRole role) {
     return file.find_tensor(weight_name(role, 0, NamingConvention::gguf)) != nullptr;  // layer 0 speaks for all
   };
@@ -158,14 +172,33 @@ ModelConfig read_gguf_config(const GgufFile& file) {
   config.tie_word_embeddings = !present(WeightRole::lm_head);
   if (present(WeightRole::rope_freqs)) {
     if (config.rope.scaling != RopeConfig::Scaling::none) {
-      fail("{}: both '{}' and a rope_freqs.weight tensor: one RoPE scaling at a time is supported", where,
+      fail("{}: both '{}' and a rope_freqs.weight tensor: one RoPE scaling at a time is supported", keys.where(),
            keys.key("rope.scaling.type"));
     }
     config.rope.scaling = RopeConfig::Scaling::factors;
   }
+}
+
+}  // namespace
+
+ModelConfig read_gguf_config(const GgufFile& file) {
+  const Architecture& family = read_architecture(file);
+  const ConfigReader keys(file, family.gguf_name);
+  ModelConfig config;
+  config.path = file.path();
+  config.architecture = family.gguf_name;
+  config.family = family.family;
+
+  refuse_unsupported_layers(file, keys);
+  read_sizes(keys, config);
+  read_norm_and_rope(file, keys, config);
+
+  // What the tensors decide: the vocabulary, biases, tied output, rope factors.
+  config.vocab_size = read_vocab_size(file, keys, config.hidden_size);
+  read_tensor_options(file, family, keys, config);
   if (const auto bos = file.get_integer("tokenizer.ggml.bos_token_id")) {
     if (*bos < 0 || *bos >= config.vocab_size) {
-      fail("{}: metadata 'tokenizer.ggml.bos_token_id' is {}, outside the vocabulary of {}", where, *bos,
+      fail("{}: metadata 'tokenizer.ggml.bos_token_id' is {}, outside the vocabulary of {}", keys.where(), *bos,
            config.vocab_size);
     }
     config.bos_token_id = *bos;

@@ -201,6 +201,116 @@ std::string details_summary(const QuantityDiff& quantity) {
 
 std::string percent(double relative) { return fmt::format("{:+.3g}%", 100 * relative); }
 
+// Appends one line per leaf difference to `out`: the path, padded to the longest, then A's and B's values.
+void append_leaf_lines(std::string& out, const std::vector<LeafDiff>& diffs) {
+  std::size_t width = 0;
+  for (const LeafDiff& diff : diffs) width = std::max(width, diff.path.size());
+  for (const LeafDiff& diff : diffs) {
+    out += fmt::format("  {:<{}}  {}  ->  {}\n", diff.path, width, leaf_text(diff.a), leaf_text(diff.b));
+  }
+}
+
+// Appends the context (the document's, then each row's under its key), the warnings, and the header's
+// differences.
+void append_context_and_header(std::string& out, const DiffResult& result) {
+  std::vector<LeafDiff> context = result.context;
+  for (const RowDiff& row : result.rows) {
+    for (const LeafDiff& diff : row.context)
+      context.push_back({row.key + ": " + diff.path, diff.a, diff.b, diff.status});
+  }
+  if (!context.empty()) {
+    out += "context (reported, not compared):\n";
+    append_leaf_lines(out, context);
+  }
+  for (const std::string& warning : result.warnings) out += fmt::format("WARNING: {}\n", warning);
+  if (!result.header.empty()) {
+    out += fmt::format("{} differences:\n", result.header_noun);
+    append_leaf_lines(out, result.header);
+  }
+}
+
+// Appends the keys of the rows only in A, then of those only in B, each list under its count.
+void append_one_sided_rows(std::string& out, const DiffResult& result) {
+  for (DiffStatus side : {DiffStatus::only_a, DiffStatus::only_b}) {
+    const std::size_t count = result.count_rows(side);
+    if (count == 0) continue;
+    out += fmt::format("{}s only in {} ({}):\n", result.row_noun, side == DiffStatus::only_a ? "A" : "B", count);
+    for (const RowDiff& row : result.rows) {
+      if (row.status == side) out += fmt::format("  {}\n", row.key);
+    }
+  }
+}
+
+// One quantity's line of a row's table, its name padded to `name_width`: A, B, the change and relative change
+// of the headline when it moved, and a note (~ within the standard error, only in A or B, or which details
+// differ); no trailing spaces.
+std::string quantity_line(const QuantityDiff& quantity, std::size_t name_width) {
+  std::string a = leaf_text(quantity.a), b = leaf_text(quantity.b);
+  if (!quantity.has_headline) {
+    a = quantity.status == DiffStatus::only_b ? "(absent)" : "(values)";
+    b = quantity.status == DiffStatus::only_a ? "(absent)" : "(values)";
+  }
+  const bool moved = quantity.headline_differs && quantity.abs_change;
+  const std::string change = moved ? fmt::format("{:+.3g}", *quantity.abs_change) : "";
+  const std::string relative = moved && quantity.rel_change ? percent(*quantity.rel_change) : "";
+  std::string note;
+  if (quantity.status == DiffStatus::within_se) {
+    note = "~";
+  } else if (quantity.status == DiffStatus::only_a || quantity.status == DiffStatus::only_b) {
+    note = fmt::format("only in {}", quantity.status == DiffStatus::only_a ? "A" : "B");
+  } else if (!quantity.headline_differs) {
+    note = details_summary(quantity);  // the headline agrees: say which details do not
+  }
+  std::string line = fmt::format("  {:<{}}  {:>17}  {:>17}  {:>10}  {:>9}  {}", quantity.name, name_width, a, b, change,
+                                 relative, note);
+  line.erase(line.find_last_not_of(' ') + 1);
+  return line;
+}
+
+// Appends a differing row's table of its quantities that are not the same (the first kShownPerRow of them);
+// returns whether a line shown is within the standard error (marked ~).
+bool append_row_table(std::string& out, const DiffResult& result, const RowDiff& row) {
+  std::vector<const QuantityDiff*> shown;
+  for (const QuantityDiff& quantity : row.quantities) {
+    if (quantity.status != DiffStatus::same) shown.push_back(&quantity);
+  }
+  std::size_t name_width = 8;  // longer names than kNameWidth push their line's columns right
+  for (const QuantityDiff* quantity : shown) name_width = std::clamp(quantity->name.size(), name_width, kNameWidth);
+  out += fmt::format("{} {}\n", result.row_noun, row.key);
+  out += fmt::format("  {:<{}}  {:>17}  {:>17}  {:>10}  {:>9}\n", "quantity", name_width, "A", "B", "change",
+                     "relative");
+  bool any_within_se = false;
+  for (std::size_t i = 0; i < shown.size() && i < kShownPerRow; ++i) {
+    any_within_se = any_within_se || shown[i]->status == DiffStatus::within_se;
+    out += quantity_line(*shown[i], name_width) + "\n";
+  }
+  if (shown.size() > kShownPerRow) {
+    out += fmt::format("  ... and {} more (--json lists them all)\n", shown.size() - kShownPerRow);
+  }
+  return any_within_se;
+}
+
+// Appends the closing lines: what ~ means (when `any_within_se`), the rows' counts, and the result with its
+// exit code.
+void append_summary(std::string& out, const DiffResult& result, bool any_within_se) {
+  if (any_within_se) {
+    out += fmt::format("~ : within the combined standard error sqrt(se_A^2 + se_B^2); {}\n",
+                       result.options.ignore_within_se ? "not counted (--ignore-within-se)"
+                                                       : "still a difference (--ignore-within-se to not count it)");
+  }
+  const std::size_t matched = result.rows.size() - result.count_rows(DiffStatus::only_a) -
+                              result.count_rows(DiffStatus::only_b);
+  out += fmt::format(
+      "{} {}s in both: {} same, {} within the standard error, {} differ; {} only in A, {} only in B; {} {} "
+      "difference{}\n",
+      matched, result.row_noun, result.count_rows(DiffStatus::same), result.count_rows(DiffStatus::within_se),
+      result.count_rows(DiffStatus::differs), result.count_rows(DiffStatus::only_a),
+      result.count_rows(DiffStatus::only_b), result.header.size(), result.header_noun,
+      result.header.size() == 1 ? "" : "s");
+  out += result.differs() ? fmt::format("result: the files differ (exit {})\n", kExitDifference)
+                          : fmt::format("result: no difference beyond the tolerances (exit {})\n", kExitOk);
+}
+
 }  // namespace
 
 void validate_diff_options(const DiffOptions& options) {
@@ -351,91 +461,14 @@ std::string diff_text(const DiffResult& result) {
                                 result.options.metrics.empty()
                                     ? std::string()
                                     : fmt::format("; only {}", fmt::join(result.options.metrics, ", ")));
-  const auto leaf_lines = [&](const std::vector<LeafDiff>& diffs) {
-    std::size_t width = 0;
-    for (const LeafDiff& diff : diffs) width = std::max(width, diff.path.size());
-    for (const LeafDiff& diff : diffs) {
-      out += fmt::format("  {:<{}}  {}  ->  {}\n", diff.path, width, leaf_text(diff.a), leaf_text(diff.b));
-    }
-  };
-  std::vector<LeafDiff> context = result.context;
-  for (const RowDiff& row : result.rows) {
-    for (const LeafDiff& diff : row.context)
-      context.push_back({row.key + ": " + diff.path, diff.a, diff.b, diff.status});
-  }
-  if (!context.empty()) {
-    out += "context (reported, not compared):\n";
-    leaf_lines(context);
-  }
-  for (const std::string& warning : result.warnings) out += fmt::format("WARNING: {}\n", warning);
-  if (!result.header.empty()) {
-    out += fmt::format("{} differences:\n", result.header_noun);
-    leaf_lines(result.header);
-  }
-  for (DiffStatus side : {DiffStatus::only_a, DiffStatus::only_b}) {
-    const std::size_t count = result.count_rows(side);
-    if (count == 0) continue;
-    out += fmt::format("{}s only in {} ({}):\n", result.row_noun, side == DiffStatus::only_a ? "A" : "B", count);
-    for (const RowDiff& row : result.rows) {
-      if (row.status == side) out += fmt::format("  {}\n", row.key);
-    }
-  }
+  append_context_and_header(out, result);
+  append_one_sided_rows(out, result);
   bool any_within_se = false;
   for (const RowDiff& row : result.rows) {
     if (row.status != DiffStatus::differs && row.status != DiffStatus::within_se) continue;
-    std::vector<const QuantityDiff*> shown;
-    for (const QuantityDiff& quantity : row.quantities) {
-      if (quantity.status != DiffStatus::same) shown.push_back(&quantity);
-    }
-    std::size_t name_width = 8;  // longer names than kNameWidth push their line's columns right
-    for (const QuantityDiff* quantity : shown) name_width = std::clamp(quantity->name.size(), name_width, kNameWidth);
-    out += fmt::format("{} {}\n", result.row_noun, row.key);
-    out += fmt::format("  {:<{}}  {:>17}  {:>17}  {:>10}  {:>9}\n", "quantity", name_width, "A", "B", "change",
-                       "relative");
-    for (std::size_t i = 0; i < shown.size() && i < kShownPerRow; ++i) {
-      const QuantityDiff& quantity = *shown[i];
-      std::string a = leaf_text(quantity.a), b = leaf_text(quantity.b);
-      if (!quantity.has_headline) {
-        a = quantity.status == DiffStatus::only_b ? "(absent)" : "(values)";
-        b = quantity.status == DiffStatus::only_a ? "(absent)" : "(values)";
-      }
-      const bool moved = quantity.headline_differs && quantity.abs_change;
-      const std::string change = moved ? fmt::format("{:+.3g}", *quantity.abs_change) : "";
-      const std::string relative = moved && quantity.rel_change ? percent(*quantity.rel_change) : "";
-      std::string note;
-      if (quantity.status == DiffStatus::within_se) {
-        any_within_se = true;
-        note = "~";
-      } else if (quantity.status == DiffStatus::only_a || quantity.status == DiffStatus::only_b) {
-        note = fmt::format("only in {}", quantity.status == DiffStatus::only_a ? "A" : "B");
-      } else if (!quantity.headline_differs) {
-        note = details_summary(quantity);  // the headline agrees: say which details do not
-      }
-      std::string line = fmt::format("  {:<{}}  {:>17}  {:>17}  {:>10}  {:>9}  {}", quantity.name, name_width, a, b,
-                                     change, relative, note);
-      line.erase(line.find_last_not_of(' ') + 1);
-      out += line + "\n";
-    }
-    if (shown.size() > kShownPerRow) {
-      out += fmt::format("  ... and {} more (--json lists them all)\n", shown.size() - kShownPerRow);
-    }
+    if (append_row_table(out, result, row)) any_within_se = true;
   }
-  if (any_within_se) {
-    out += fmt::format("~ : within the combined standard error sqrt(se_A^2 + se_B^2); {}\n",
-                       result.options.ignore_within_se ? "not counted (--ignore-within-se)"
-                                                       : "still a difference (--ignore-within-se to not count it)");
-  }
-  const std::size_t matched = result.rows.size() - result.count_rows(DiffStatus::only_a) -
-                              result.count_rows(DiffStatus::only_b);
-  out += fmt::format(
-      "{} {}s in both: {} same, {} within the standard error, {} differ; {} only in A, {} only in B; {} {} "
-      "difference{}\n",
-      matched, result.row_noun, result.count_rows(DiffStatus::same), result.count_rows(DiffStatus::within_se),
-      result.count_rows(DiffStatus::differs), result.count_rows(DiffStatus::only_a),
-      result.count_rows(DiffStatus::only_b), result.header.size(), result.header_noun,
-      result.header.size() == 1 ? "" : "s");
-  out += result.differs() ? fmt::format("result: the files differ (exit {})\n", kExitDifference)
-                          : fmt::format("result: no difference beyond the tolerances (exit {})\n", kExitOk);
+  append_summary(out, result, any_within_se);
   return out;
 }
 

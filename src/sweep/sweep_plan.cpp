@@ -115,6 +115,105 @@ void require_distinct_runs(const SweepPlan& plan) {
   }
 }
 
+// The runs of a sweep of end-to-end metrics only, as the model resolves their k and v specs.
+void plan_model_runs(SweepPlan& plan) {
+  const SweepConfig& cfg = plan.config;
+  for (std::size_t r = 0; r < cfg.runs.size(); ++r) {
+    PlannedRun planned;
+    planned.k = plan.model->runs[r].k;
+    planned.v = plan.model->runs[r].v;
+    planned.window = cfg.runs[r].window;
+    planned.sink = cfg.runs[r].sink;
+    planned.engine = cfg.runs[r].engine;
+    planned.prefill = cfg.runs[r].prefill.value_or(PrefillRule{});
+    planned.origin = cfg.runs[r].origin;
+    plan.runs.push_back(std::move(planned));
+  }
+  require_distinct_runs(plan);
+}
+
+// The KV dump of plan.file, read with the config's data.kv and the layout resolved for the file.
+void open_dump(SweepPlan& plan) {
+  KvDumpSpec kv = plan.config.data.kv;
+  const ResolvedKvLayout resolved = resolve_kv_layout(*plan.file, kv.layout, "data.layout");
+  plan.layout = resolved.layout;
+  kv.layout = plan.layout;
+  kv.layout_assumed = resolved.source == ResolvedKvLayout::Source::assumed;
+  plan.dump = std::make_unique<KvDump>(*plan.file, kv);
+}
+
+// One run of the config over the dump: its quantizers per [layer index][kv head], canonical specs, and the
+// quantizer of the synthetic needle test (-1 when its k spec cannot take that dim).
+PlannedRun plan_dump_run(SweepPlan& plan, const SweepRunConfig& run) {
+  PlannedRun planned;
+  planned.k_quantizer = resolve_layered(plan, run.k, Role::key);
+  planned.v_quantizer = resolve_layered(plan, run.v, Role::value);
+  planned.k = canonical(plan, run.k, Role::key);
+  planned.v = canonical(plan, run.v, Role::value);
+  planned.window = run.window;
+  planned.sink = run.sink;
+  planned.engine = run.engine;
+  planned.prefill = run.prefill.value_or(PrefillRule{});
+  planned.origin = run.origin;
+  const int synthetic = quantizer_index(plan, run.k.default_spec);
+  try {
+    plan.quantizers[static_cast<std::size_t>(synthetic)]->check_dim(kSyntheticNeedleDim);
+    planned.synthetic_needle_quantizer = synthetic;
+  } catch (const InputError&) {
+    planned.synthetic_needle_quantizer = -1;
+  }
+  return planned;
+}
+
+// Which offline metrics the dump allows (attention and the planted needle need queries), with a warning for
+// those the config asks for and the dump cannot give.
+void plan_offline_metrics(SweepPlan& plan) {
+  const SweepConfig& cfg = plan.config;
+  const KvDump& dump = *plan.dump;
+  const MetricsConfig& metrics = cfg.metrics;
+  plan.reconstruction = metrics.reconstruction;
+  const bool wants_queries = metrics.attention || (metrics.needle && metrics.needle_options.trials > 0);
+  if (wants_queries && !dump.has_queries()) {
+    plan.warnings.push_back(fmt::format(
+        "'{}' has no queries ({}): the attention and planted-needle metrics are null; reconstruction{} still run",
+        dump.file().path(),
+        cfg.data.kv.queries.empty() ? "data.queries is null"
+                                    : fmt::format("no tensor matches the queries template '{}'", cfg.data.kv.queries),
+        metrics.needle && metrics.needle_options.synth_trials > 0 ? " and the synthetic needle test" : ""));
+  }
+  plan.attention = metrics.attention && dump.has_queries();
+  plan.needle = metrics.needle && metrics.needle_options.trials > 0 && dump.has_queries();
+  plan.synthetic_needle = metrics.needle && metrics.needle_options.synth_trials > 0;
+}
+
+// The planted-needle trials, placed outside every run's window and sink; a warning when none fits.
+void plan_planted_needles(SweepPlan& plan) {
+  const MetricsConfig& metrics = plan.config.metrics;
+  int largest_window = 0, largest_sink = 0;
+  for (const PlannedRun& run : plan.runs) {
+    largest_window = std::max(largest_window, run.window);
+    largest_sink = std::max(largest_sink, run.sink);
+  }
+  plan.needle_trials = plan_needle_trials(*plan.dump, metrics.needle_options.trials, metrics.attention_options,
+                                          largest_window, largest_sink);
+  if (plan.needle_trials.empty()) {
+    plan.warnings.push_back(fmt::format(
+        "no planted-needle trial fits: no query has a key before it in its chunk outside the largest window ({}) "
+        "and sink ({}); the needle_top1/needle_weight_ratio metrics are null",
+        largest_window, largest_sink));
+  }
+}
+
+// A warning for each run whose k spec cannot take the synthetic needle's head dim.
+void warn_synthetic_needle_unfit(SweepPlan& plan) {
+  for (const PlannedRun& run : plan.runs) {
+    if (run.synthetic_needle_quantizer < 0) {
+      plan.warnings.push_back(fmt::format("{}: k spec cannot take head dim {}: its synthetic needle metrics are null",
+                                          run.origin, kSyntheticNeedleDim));
+    }
+  }
+}
+
 }  // namespace
 
 std::string PlannedRun::identity() const {
@@ -150,87 +249,16 @@ SweepPlan plan_sweep(SweepConfig config, const PlanOptions& options) {
     plan.generated_data = identity;
   } else {
     // End-to-end metrics only: the runs as the model resolves them.
-    for (std::size_t r = 0; r < cfg.runs.size(); ++r) {
-      PlannedRun planned;
-      planned.k = plan.model->runs[r].k;
-      planned.v = plan.model->runs[r].v;
-      planned.window = cfg.runs[r].window;
-      planned.sink = cfg.runs[r].sink;
-      planned.engine = cfg.runs[r].engine;
-      planned.prefill = cfg.runs[r].prefill.value_or(PrefillRule{});
-      planned.origin = cfg.runs[r].origin;
-      plan.runs.push_back(std::move(planned));
-    }
-    require_distinct_runs(plan);
+    plan_model_runs(plan);
     return plan;
   }
-  KvDumpSpec kv = cfg.data.kv;
-  const ResolvedKvLayout resolved = resolve_kv_layout(*plan.file, kv.layout, "data.layout");
-  plan.layout = resolved.layout;
-  kv.layout = plan.layout;
-  kv.layout_assumed = resolved.source == ResolvedKvLayout::Source::assumed;
-  plan.dump = std::make_unique<KvDump>(*plan.file, kv);
-  const KvDump& dump = *plan.dump;
-
-  for (const SweepRunConfig& run : cfg.runs) {
-    PlannedRun planned;
-    planned.k_quantizer = resolve_layered(plan, run.k, Role::key);
-    planned.v_quantizer = resolve_layered(plan, run.v, Role::value);
-    planned.k = canonical(plan, run.k, Role::key);
-    planned.v = canonical(plan, run.v, Role::value);
-    planned.window = run.window;
-    planned.sink = run.sink;
-    planned.engine = run.engine;
-    planned.prefill = run.prefill.value_or(PrefillRule{});
-    planned.origin = run.origin;
-    const int synthetic = quantizer_index(plan, run.k.default_spec);
-    try {
-      plan.quantizers[static_cast<std::size_t>(synthetic)]->check_dim(kSyntheticNeedleDim);
-      planned.synthetic_needle_quantizer = synthetic;
-    } catch (const InputError&) {
-      planned.synthetic_needle_quantizer = -1;
-    }
-    plan.runs.push_back(std::move(planned));
-  }
+  open_dump(plan);
+  for (const SweepRunConfig& run : cfg.runs) plan.runs.push_back(plan_dump_run(plan, run));
   require_distinct_runs(plan);
 
-  const MetricsConfig& metrics = cfg.metrics;
-  plan.reconstruction = metrics.reconstruction;
-  const bool wants_queries = metrics.attention || (metrics.needle && metrics.needle_options.trials > 0);
-  if (wants_queries && !dump.has_queries()) {
-    plan.warnings.push_back(fmt::format(
-        "'{}' has no queries ({}): the attention and planted-needle metrics are null; reconstruction{} still run",
-        dump.file().path(),
-        cfg.data.kv.queries.empty() ? "data.queries is null"
-                                    : fmt::format("no tensor matches the queries template '{}'", cfg.data.kv.queries),
-        metrics.needle && metrics.needle_options.synth_trials > 0 ? " and the synthetic needle test" : ""));
-  }
-  plan.attention = metrics.attention && dump.has_queries();
-  plan.needle = metrics.needle && metrics.needle_options.trials > 0 && dump.has_queries();
-  plan.synthetic_needle = metrics.needle && metrics.needle_options.synth_trials > 0;
-  if (plan.needle) {
-    int largest_window = 0, largest_sink = 0;
-    for (const PlannedRun& run : plan.runs) {
-      largest_window = std::max(largest_window, run.window);
-      largest_sink = std::max(largest_sink, run.sink);
-    }
-    plan.needle_trials = plan_needle_trials(dump, metrics.needle_options.trials, metrics.attention_options,
-                                            largest_window, largest_sink);
-    if (plan.needle_trials.empty()) {
-      plan.warnings.push_back(fmt::format(
-          "no planted-needle trial fits: no query has a key before it in its chunk outside the largest window ({}) "
-          "and sink ({}); the needle_top1/needle_weight_ratio metrics are null",
-          largest_window, largest_sink));
-    }
-  }
-  if (plan.synthetic_needle) {
-    for (const PlannedRun& run : plan.runs) {
-      if (run.synthetic_needle_quantizer < 0) {
-        plan.warnings.push_back(fmt::format("{}: k spec cannot take head dim {}: its synthetic needle metrics are null",
-                                            run.origin, kSyntheticNeedleDim));
-      }
-    }
-  }
+  plan_offline_metrics(plan);
+  if (plan.needle) plan_planted_needles(plan);
+  if (plan.synthetic_needle) warn_synthetic_needle_unfit(plan);
   return plan;
 }
 

@@ -204,79 +204,102 @@ void measure_rotations(BoundsRow& row, const VerifyBoundsOptions& options) {
   }
 }
 
-// Samples the three estimators at every ⟨y, x⟩, fills the results and
-// histograms and adds their checks.
-void measure_inner_products(BoundsRow& row, const VerifyBoundsOptions& options) {
-  InnerProductSampler sampler(row.dim, row.bits, row.projections);
-  const std::size_t groups = options.inner_products.size();
-  // errors[estimator][group]: kept until the histogram ranges are known.
-  std::array<std::vector<std::vector<double>>, 3> errors;
-  for (auto& per_group : errors) per_group.resize(groups);
+// errors[estimator][group]: each sample's error ⟨y, x̃⟩ − ⟨y, x⟩, kept until the histogram ranges are known.
+using SampledErrors = std::array<std::vector<std::vector<double>>, 3>;
+
+// The running sums of one ⟨y, x⟩ group's samples.
+struct GroupStats {
+  std::array<RunningStats, 3> error_stats;    ///< per estimator: err
+  std::array<RunningStats, 3> squared_stats;  ///< per estimator: d·err²
+  // prod_target: d·err² + (d/m)·⟨y, r⟩², whose expectation is exactly
+  // (d/m)·(π/2)·D_mse(b − 1): E[err² | r] = (1/m)[(π/2)‖r‖² − ⟨y, r⟩²].
+  RunningStats residual_stats, y_dot_residual_stats, prod_target_stats;
+};
+
+// Draws options.inner_product_samples pairs (x, y) at ⟨y, x⟩ = options.inner_products[group], adding each
+// estimator's error to errors[estimator][group].
+GroupStats sample_group(InnerProductSampler& sampler, const BoundsRow& row, const VerifyBoundsOptions& options,
+                        std::size_t group, SampledErrors& errors) {
   const double d = row.dim;
   const double d_over_m = d / row.projections;
-
-  for (std::size_t group = 0; group < groups; ++group) {
-    const double inner_product = options.inner_products[group];
-    Rng rng(row_seed(options, row.dim, row.bits, kInnerProductStream, group));
-    std::array<RunningStats, 3> error_stats, squared_stats;
-    // prod_target: d·err² + (d/m)·⟨y, r⟩², whose expectation is exactly
-    // (d/m)·(π/2)·D_mse(b − 1): E[err² | r] = (1/m)[(π/2)‖r‖² − ⟨y, r⟩²].
-    RunningStats residual_stats, y_dot_residual_stats, prod_target_stats;
-    for (auto& per_group : errors) per_group[group].reserve(static_cast<std::size_t>(options.inner_product_samples));
-    for (std::int64_t s = 0; s < options.inner_product_samples; ++s) {
-      const InnerProductSample sample = sampler.sample(rng, inner_product);
-      for (int e = 0; e < 3; ++e) {
-        const double error = sample.error[static_cast<std::size_t>(e)];
-        error_stats[static_cast<std::size_t>(e)].add(error);
-        squared_stats[static_cast<std::size_t>(e)].add(d * error * error);
-        errors[static_cast<std::size_t>(e)][group].push_back(error);
-      }
-      const double prod_error = sample.error[static_cast<std::size_t>(InnerProductEstimator::prod)];
-      residual_stats.add(sample.residual_norm2);
-      y_dot_residual_stats.add(d * sample.y_dot_residual * sample.y_dot_residual);
-      prod_target_stats.add(d * prod_error * prod_error + d_over_m * sample.y_dot_residual * sample.y_dot_residual);
+  const double inner_product = options.inner_products[group];
+  Rng rng(row_seed(options, row.dim, row.bits, kInnerProductStream, group));
+  GroupStats stats;
+  for (auto& per_group : errors) per_group[group].reserve(static_cast<std::size_t>(options.inner_product_samples));
+  for (std::int64_t s = 0; s < options.inner_product_samples; ++s) {
+    const InnerProductSample sample = sampler.sample(rng, inner_product);
+    for (int e = 0; e < 3; ++e) {
+      const double error = sample.error[static_cast<std::size_t>(e)];
+      stats.error_stats[static_cast<std::size_t>(e)].add(error);
+      stats.squared_stats[static_cast<std::size_t>(e)].add(d * error * error);
+      errors[static_cast<std::size_t>(e)][group].push_back(error);
     }
-
-    InnerProductResult result;
-    result.inner_product = inner_product;
-    for (InnerProductEstimator estimator : kInnerProductEstimators) {
-      const auto e = static_cast<std::size_t>(estimator);
-      EstimatorResult& cell = result.estimators[e];
-      cell.error = error_stats[e].estimate();
-      cell.scaled_squared_error = squared_stats[e].estimate();
-      // Only the MSE quantizer is biased: E[Q(x)] = α x for Haar-rotated x (the numpy reproduction, docs/SOURCES.md).
-      cell.expected_bias = estimator == InnerProductEstimator::biased ? (sampler.alpha() - 1) * inner_product : 0.0;
-      cell.bias_z = z_score(cell.error, cell.expected_bias);
-      const std::string name(inner_product_estimator_name(estimator));
-      row.checks.push_back(z_check(check_name("bias", name, inner_product), cell.error.mean, cell.expected_bias,
-                                   cell.bias_z, options.tolerance_z,
-                                   estimator == InnerProductEstimator::biased ? "mean error vs (alpha - 1)*<y,x>"
-                                                                              : "mean error vs 0 (unbiased)"));
-      cell.reproduction = row.dim == kReproductionDim
-                              ? reproduction_inner_product_error(row.bits, estimator, inner_product)
-                              : std::nullopt;
-      cell.reproduction_z = kNaN;
-      if (cell.reproduction) {
-        cell.reproduction_z = reproduction_z_score(cell.scaled_squared_error, *cell.reproduction);
-        row.checks.push_back(
-            z_check(check_name("reproduction", name, inner_product), cell.scaled_squared_error.mean,
-                    cell.reproduction->value, cell.reproduction_z, options.tolerance_z,
-                    "d*E[err^2] vs the numpy reproduction's table (its Monte Carlo error and rounding granted)"));
-      }
-    }
-    result.residual_norm2 = residual_stats.estimate();
-    result.scaled_y_dot_residual2 = y_dot_residual_stats.estimate();
-    const double prod_target = d_over_m * std::numbers::pi / 2 * row.d_mse_bits_minus_1;
-    result.prod_predicted = prod_target - d_over_m * result.scaled_y_dot_residual2.mean / d;
-    result.prod_z = z_score(prod_target_stats.estimate(), prod_target);
-    row.checks.push_back(
-        z_check(check_name("prod_variance", "", inner_product),
-                result.estimators[static_cast<std::size_t>(InnerProductEstimator::prod)].scaled_squared_error.mean,
-                result.prod_predicted, result.prod_z, options.tolerance_z,
-                "prod's d*E[err^2] vs (d/m)*[(pi/2)*D_mse(b-1) - E<y,r>^2] (Theorem 2)"));
-    row.inner_products.push_back(std::move(result));
+    const double prod_error = sample.error[static_cast<std::size_t>(InnerProductEstimator::prod)];
+    stats.residual_stats.add(sample.residual_norm2);
+    stats.y_dot_residual_stats.add(d * sample.y_dot_residual * sample.y_dot_residual);
+    stats.prod_target_stats.add(d * prod_error * prod_error + d_over_m * sample.y_dot_residual * sample.y_dot_residual);
   }
+  return stats;
+}
 
+// Fills each estimator's cell of `result` from the group's sums and adds its checks: the mean error against the
+// expected bias (alpha is the MSE quantizer's E[Q(x)] = α x), and at d = 128 d·E[err²] against the reproduction.
+void fill_estimator_cells(BoundsRow& row, const VerifyBoundsOptions& options, double alpha, const GroupStats& stats,
+                          InnerProductResult& result) {
+  const double inner_product = result.inner_product;
+  for (InnerProductEstimator estimator : kInnerProductEstimators) {
+    const auto e = static_cast<std::size_t>(estimator);
+    EstimatorResult& cell = result.estimators[e];
+    cell.error = stats.error_stats[e].estimate();
+    cell.scaled_squared_error = stats.squared_stats[e].estimate();
+    // Only the MSE quantizer is biased: E[Q(x)] = α x for Haar-rotated x (the numpy reproduction, docs/SOURCES.md).
+    cell.expected_bias = estimator == InnerProductEstimator::biased ? (alpha - 1) * inner_product : 0.0;
+    cell.bias_z = z_score(cell.error, cell.expected_bias);
+    const std::string name(inner_product_estimator_name(estimator));
+    row.checks.push_back(z_check(
+        check_name("bias", name, inner_product), cell.error.mean, cell.expected_bias, cell.bias_z, options.tolerance_z,
+        estimator == InnerProductEstimator::biased ? "mean error vs (alpha - 1)*<y,x>" : "mean error vs 0 (unbiased)"));
+    cell.reproduction = row.dim == kReproductionDim
+                            ? reproduction_inner_product_error(row.bits, estimator, inner_product)
+                            : std::nullopt;
+    cell.reproduction_z = kNaN;
+    if (cell.reproduction) {
+      cell.reproduction_z = reproduction_z_score(cell.scaled_squared_error, *cell.reproduction);
+      row.checks.push_back(
+          z_check(check_name("reproduction", name, inner_product), cell.scaled_squared_error.mean,
+                  cell.reproduction->value, cell.reproduction_z, options.tolerance_z,
+                  "d*E[err^2] vs the numpy reproduction's table (its Monte Carlo error and rounding granted)"));
+    }
+  }
+}
+
+// One ⟨y, x⟩ group's result from its sums, with its checks: the estimators', then prod's d·E[err²] against
+// Theorem 2's prediction.
+InnerProductResult group_result(BoundsRow& row, const VerifyBoundsOptions& options, double alpha, double inner_product,
+                                const GroupStats& stats) {
+  const double d = row.dim;
+  const double d_over_m = d / row.projections;
+  InnerProductResult result;
+  result.inner_product = inner_product;
+  fill_estimator_cells(row, options, alpha, stats, result);
+  result.residual_norm2 = stats.residual_stats.estimate();
+  result.scaled_y_dot_residual2 = stats.y_dot_residual_stats.estimate();
+  const double prod_target = d_over_m * std::numbers::pi / 2 * row.d_mse_bits_minus_1;
+  result.prod_predicted = prod_target - d_over_m * result.scaled_y_dot_residual2.mean / d;
+  result.prod_z = z_score(stats.prod_target_stats.estimate(), prod_target);
+  row.checks.push_back(
+      z_check(check_name("prod_variance", "", inner_product),
+              result.estimators[static_cast<std::size_t>(InnerProductEstimator::prod)].scaled_squared_error.mean,
+              result.prod_predicted, result.prod_z, options.tolerance_z,
+              "prod's d*E[err^2] vs (d/m)*[(pi/2)*D_mse(b-1) - E<y,r>^2] (Theorem 2)"));
+  return result;
+}
+
+// Per estimator, histograms of the errors, per group and overall, over ±kHistogramHalfWidth times the
+// largest RMS error of any group (±1 when every error is 0).
+void add_histograms(BoundsRow& row, const VerifyBoundsOptions& options, const SampledErrors& errors) {
+  const double d = row.dim;
+  const std::size_t groups = options.inner_products.size();
   for (InnerProductEstimator estimator : kInnerProductEstimators) {
     const auto e = static_cast<std::size_t>(estimator);
     double worst_rms = 0;
@@ -295,6 +318,20 @@ void measure_inner_products(BoundsRow& row, const VerifyBoundsOptions& options) 
     }
     row.histograms.push_back(std::move(histograms));
   }
+}
+
+// Samples the three estimators at every ⟨y, x⟩, fills the results and
+// histograms and adds their checks.
+void measure_inner_products(BoundsRow& row, const VerifyBoundsOptions& options) {
+  InnerProductSampler sampler(row.dim, row.bits, row.projections);
+  const std::size_t groups = options.inner_products.size();
+  SampledErrors errors;
+  for (auto& per_group : errors) per_group.resize(groups);
+  for (std::size_t group = 0; group < groups; ++group) {
+    const GroupStats stats = sample_group(sampler, row, options, group, errors);
+    row.inner_products.push_back(group_result(row, options, sampler.alpha(), options.inner_products[group], stats));
+  }
+  add_histograms(row, options, errors);
 }
 
 }  // namespace

@@ -28,41 +28,47 @@ nlohmann::json histogram_counts_json(const Histogram& histogram) {
   return {{"counts", histogram.counts()}, {"below", histogram.below()}, {"above", histogram.above()}};
 }
 
-nlohmann::json row_json(const BoundsRow& row, double tolerance_z) {
-  nlohmann::json out;
-  out["dim"] = row.dim;
-  out["bits"] = row.bits;
-  out["centroids"] = row.centroids;
-  out["d_mse_theory"] = row.d_mse_theory;
-  out["d_mse_empirical"] = estimate_json(row.d_mse_empirical);
-  out["d_mse_empirical"]["z"] = number_or_null(row.d_mse_z);
-  // The interval the check accepts the theory in: mean ± tolerance_z standard errors.
-  out["d_mse_empirical"]["interval"] = {row.d_mse_empirical.mean - tolerance_z * row.d_mse_empirical.standard_error,
-                                        row.d_mse_empirical.mean + tolerance_z * row.d_mse_empirical.standard_error};
-  out["d_mse_rotations"] = nlohmann::json::array();
+// The row's direct-path D_mse estimate with its z, and the interval the check accepts the theory in: mean ±
+// tolerance_z standard errors.
+nlohmann::json d_mse_empirical_json(const BoundsRow& row, double tolerance_z) {
+  nlohmann::json out = estimate_json(row.d_mse_empirical);
+  out["z"] = number_or_null(row.d_mse_z);
+  out["interval"] = {row.d_mse_empirical.mean - tolerance_z * row.d_mse_empirical.standard_error,
+                     row.d_mse_empirical.mean + tolerance_z * row.d_mse_empirical.standard_error};
+  return out;
+}
+
+// D_mse through the real quantizer, one entry per rotation.
+nlohmann::json rotations_json(const BoundsRow& row) {
+  nlohmann::json out = nlohmann::json::array();
   for (const RotationDistortion& rotation : row.rotations) {
     nlohmann::json entry = estimate_json(rotation.d_mse);
     entry["rotation"] = rotation.rotation;
     entry["spec"] = rotation.spec;
     entry["z"] = number_or_null(rotation.z);
-    out["d_mse_rotations"].push_back(entry);
+    out.push_back(entry);
   }
-  out["one_hot"] = nlohmann::json::array();
+  return out;
+}
+
+// The one-hot inputs' D_mse and debiased <x~,x>, one entry per rotation.
+nlohmann::json one_hot_json(const BoundsRow& row) {
+  nlohmann::json out = nlohmann::json::array();
   for (const OneHotDeviation& result : row.one_hot) {
-    out["one_hot"].push_back({{"rotation", result.rotation},
-                              {"spec", result.spec},
-                              {"seeds", result.seeds},
-                              {"d_mse", estimate_json(result.d_mse)},
-                              {"d_mse_z", number_or_null(result.d_mse_z)},
-                              {"d_mse_predicted", optional_json(result.d_mse_predicted)},
-                              {"debiased_inner_product", estimate_json(result.debiased_inner_product)},
-                              {"debiased_inner_product_z", number_or_null(result.debiased_inner_product_z)}});
+    out.push_back({{"rotation", result.rotation},
+                   {"spec", result.spec},
+                   {"seeds", result.seeds},
+                   {"d_mse", estimate_json(result.d_mse)},
+                   {"d_mse_z", number_or_null(result.d_mse_z)},
+                   {"d_mse_predicted", optional_json(result.d_mse_predicted)},
+                   {"debiased_inner_product", estimate_json(result.debiased_inner_product)},
+                   {"debiased_inner_product_z", number_or_null(result.debiased_inner_product_z)}});
   }
-  out["theorem1"] = {{"upper_bound", row.upper_bound},
-                     {"lower_bound", row.lower_bound},
-                     {"lower_bound_applies", row.lower_bound_applies},
-                     {"ratio_to_lower_bound", row.ratio_to_lower_bound},
-                     {"paper", optional_json(row.paper_d_mse)}};
+  return out;
+}
+
+// Theorem 2's prod estimator, d * D_prod: the formula, its bounds, and the paper's constant when published.
+nlohmann::json theorem2_json(const BoundsRow& row) {
   nlohmann::json theorem2 = {{"units", "d * D_prod = d * E[(<y,x~> - <y,x>)^2], unit y"},
                              {"projections", row.projections},
                              {"d_mse_bits_minus_1", row.d_mse_bits_minus_1},
@@ -77,37 +83,69 @@ nlohmann::json row_json(const BoundsRow& row, double tolerance_z) {
     theorem2["paper_relative_difference"] = row.paper_prod->relative_difference;
     theorem2["paper_disagrees"] = row.paper_prod->disagrees;
   }
-  out["theorem2"] = theorem2;
-  out["inner_products"] = nlohmann::json::array();
-  for (const InnerProductResult& result : row.inner_products) {
-    nlohmann::json entry;
-    entry["inner_product"] = result.inner_product;
-    for (InnerProductEstimator estimator : kInnerProductEstimators) {
-      const EstimatorResult& cell = result.estimators[static_cast<std::size_t>(estimator)];
-      nlohmann::json json_cell = {
-          {"bias", estimate_json(cell.error)},
+  return theorem2;
+}
+
+// One estimator at one <y,x>: its bias against the expected one, d*E[err^2], and the reproduction's value.
+nlohmann::json estimator_cell_json(const EstimatorResult& cell) {
+  return {{"bias", estimate_json(cell.error)},
           {"expected_bias", cell.expected_bias},
           {"bias_z", number_or_null(cell.bias_z)},
           {"scaled_mse", estimate_json(cell.scaled_squared_error)},
           {"reproduction", cell.reproduction ? nlohmann::json(cell.reproduction->value) : nlohmann::json()},
           {"reproduction_z", number_or_null(cell.reproduction_z)}};
-      entry[std::string(inner_product_estimator_name(estimator))] = json_cell;
+}
+
+// The three estimators per <y,x>, each by name, with prod's prediction and residual terms under "prod".
+nlohmann::json inner_products_json(const BoundsRow& row) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const InnerProductResult& result : row.inner_products) {
+    nlohmann::json entry;
+    entry["inner_product"] = result.inner_product;
+    for (InnerProductEstimator estimator : kInnerProductEstimators) {
+      const EstimatorResult& cell = result.estimators[static_cast<std::size_t>(estimator)];
+      entry[std::string(inner_product_estimator_name(estimator))] = estimator_cell_json(cell);
     }
     entry["prod"]["predicted"] = result.prod_predicted;
     entry["prod"]["predicted_z"] = number_or_null(result.prod_z);
     entry["prod"]["residual_norm2"] = estimate_json(result.residual_norm2);
     entry["prod"]["scaled_y_dot_residual2"] = estimate_json(result.scaled_y_dot_residual2);
-    out["inner_products"].push_back(entry);
+    out.push_back(entry);
   }
-  out["checks"] = nlohmann::json::array();
+  return out;
+}
+
+// The row's checks: each one's value against what it expects, z (null for exact ones), and whether it passed.
+nlohmann::json checks_json(const BoundsRow& row) {
+  nlohmann::json out = nlohmann::json::array();
   for (const BoundsCheck& check : row.checks) {
-    out["checks"].push_back({{"name", check.name},
-                             {"value", check.value},
-                             {"expected", check.expected},
-                             {"z", number_or_null(check.z)},
-                             {"ok", check.ok},
-                             {"detail", check.detail}});
+    out.push_back({{"name", check.name},
+                   {"value", check.value},
+                   {"expected", check.expected},
+                   {"z", number_or_null(check.z)},
+                   {"ok", check.ok},
+                   {"detail", check.detail}});
   }
+  return out;
+}
+
+nlohmann::json row_json(const BoundsRow& row, double tolerance_z) {
+  nlohmann::json out;
+  out["dim"] = row.dim;
+  out["bits"] = row.bits;
+  out["centroids"] = row.centroids;
+  out["d_mse_theory"] = row.d_mse_theory;
+  out["d_mse_empirical"] = d_mse_empirical_json(row, tolerance_z);
+  out["d_mse_rotations"] = rotations_json(row);
+  out["one_hot"] = one_hot_json(row);
+  out["theorem1"] = {{"upper_bound", row.upper_bound},
+                     {"lower_bound", row.lower_bound},
+                     {"lower_bound_applies", row.lower_bound_applies},
+                     {"ratio_to_lower_bound", row.ratio_to_lower_bound},
+                     {"paper", optional_json(row.paper_d_mse)}};
+  out["theorem2"] = theorem2_json(row);
+  out["inner_products"] = inner_products_json(row);
+  out["checks"] = checks_json(row);
   out["ok"] = row.ok;
   return out;
 }

@@ -84,66 +84,8 @@ BpeModel BpeModel::from_json(const JsonReader& json) {
   model.byte_fallback_ = optional_bool(json, "byte_fallback");
   model.ignore_merges_ = optional_bool(json, "ignore_merges");
 
-  const JsonReader vocabulary = json.at("vocab");
-  if (!vocabulary.is_object()) vocabulary.fail("expected an object of token: id, got {}", vocabulary.type_name());
-  // An empty vocabulary would encode every text to no ids at all.
-  if (vocabulary.value().empty()) vocabulary.fail("is empty: a BPE model needs at least one token");
-  std::int64_t largest_id = -1;
-  model.vocabulary_.reserve(vocabulary.value().size());
-  std::vector<std::pair<std::string_view, std::int32_t>> entries;
-  entries.reserve(vocabulary.value().size());
-  for (const auto& [token, id_json] : vocabulary.value().items()) {
-    if (!id_json.is_number_integer() || id_json.get<std::int64_t>() < 0 || id_json.get<std::int64_t>() > kMaxTokenId) {
-      vocabulary.fail("token '{}' has id {}, expected an integer in [0, {}]", printable(token), id_json.dump(),
-                      kMaxTokenId);
-    }
-    const auto id = id_json.get<std::int64_t>();
-    model.vocabulary_.put(token, static_cast<std::int32_t>(id));
-    entries.emplace_back(token, static_cast<std::int32_t>(id));
-    largest_id = std::max(largest_id, id);
-  }
-  // Ids index a table: refuse a few tokens with ids in the billions rather than allocate gigabytes.
-  if (largest_id >= 16 * static_cast<std::int64_t>(model.vocabulary_.size()) + 65536) {
-    vocabulary.fail("ids run to {} for {} tokens: too sparse to be a vocabulary", largest_id,
-                    model.vocabulary_.size());
-  }
-  model.tokens_.resize(static_cast<std::size_t>(largest_id + 1));
-  model.has_token_.resize(model.tokens_.size());
-  model.char_ids_.assign(kDirectCodePoints, -1);
-  for (const auto& [token, id] : entries) {
-    char32_t code_point = 0;
-    if (utf8_char_at(token, code_point) == token.size() && code_point < kDirectCodePoints) {
-      model.char_ids_[code_point] = id;
-    }
-    if (model.has_token_[id]) {
-      vocabulary.fail("tokens '{}' and '{}' have the same id {}", printable(model.tokens_[id]), printable(token), id);
-    }
-    model.tokens_[id] = token;
-    model.has_token_[id] = true;
-  }
-
-  const JsonReader merges = json.at("merges");
-  if (!merges.is_array()) merges.fail("expected an array of merges, got {}", merges.type_name());
-  const nlohmann::json& merge_list = merges.value();
-  model.merges_.reserve(merge_list.size());
-  std::int32_t rank = 0;
-  bool some_merge_joins_metaspace = false;
-  for (std::size_t index = 0; index < merge_list.size(); ++index) {
-    const nlohmann::json& merge = merge_list[index];
-    if (merge.is_string() && merge.get_ref<const std::string&>().starts_with("#version")) continue;
-    const auto [left, right] = merge_sides(merges, merge, index);
-    const auto left_id = model.id_of(left);
-    const auto right_id = model.id_of(right);
-    const auto merged_id = model.id_of(left + right);
-    if (!left_id || !right_id || !merged_id) {
-      const std::string& missing = !left_id ? left : !right_id ? right : left + right;
-      merges.fail("merge {} ('{}' '{}') names '{}', which is not in model.vocab", index, printable(left),
-                  printable(right), printable(missing));
-    }
-    model.merges_.add(*left_id, *right_id, {rank++, *merged_id});
-    some_merge_joins_metaspace = some_merge_joins_metaspace || joins_word_and_metaspace(left + right);
-  }
-  model.cut_before_metaspace_ = !some_merge_joins_metaspace && !model.ignore_merges_;
+  model.read_vocabulary(json.at("vocab"));
+  model.read_merges(json.at("merges"));
 
   const std::string unk = optional_string(json, "unk_token");
   if (!unk.empty()) {
@@ -154,6 +96,68 @@ BpeModel BpeModel::from_json(const JsonReader& json) {
     model.byte_ids_[byte] = model.id_of(fmt::format("<0x{:02X}>", byte)).value_or(-1);
   }
   return model;
+}
+
+void BpeModel::read_vocabulary(const JsonReader& vocabulary) {
+  if (!vocabulary.is_object()) vocabulary.fail("expected an object of token: id, got {}", vocabulary.type_name());
+  // An empty vocabulary would encode every text to no ids at all.
+  if (vocabulary.value().empty()) vocabulary.fail("is empty: a BPE model needs at least one token");
+  std::int64_t largest_id = -1;
+  vocabulary_.reserve(vocabulary.value().size());
+  std::vector<std::pair<std::string_view, std::int32_t>> entries;
+  entries.reserve(vocabulary.value().size());
+  for (const auto& [token, id_json] : vocabulary.value().items()) {
+    if (!id_json.is_number_integer() || id_json.get<std::int64_t>() < 0 || id_json.get<std::int64_t>() > kMaxTokenId) {
+      vocabulary.fail("token '{}' has id {}, expected an integer in [0, {}]", printable(token), id_json.dump(),
+                      kMaxTokenId);
+    }
+    const auto id = id_json.get<std::int64_t>();
+    vocabulary_.put(token, static_cast<std::int32_t>(id));
+    entries.emplace_back(token, static_cast<std::int32_t>(id));
+    largest_id = std::max(largest_id, id);
+  }
+  // Ids index a table: refuse a few tokens with ids in the billions rather than allocate gigabytes.
+  if (largest_id >= 16 * static_cast<std::int64_t>(vocabulary_.size()) + 65536) {
+    vocabulary.fail("ids run to {} for {} tokens: too sparse to be a vocabulary", largest_id, vocabulary_.size());
+  }
+  tokens_.resize(static_cast<std::size_t>(largest_id + 1));
+  has_token_.resize(tokens_.size());
+  char_ids_.assign(kDirectCodePoints, -1);
+  for (const auto& [token, id] : entries) {
+    char32_t code_point = 0;
+    if (utf8_char_at(token, code_point) == token.size() && code_point < kDirectCodePoints) {
+      char_ids_[code_point] = id;
+    }
+    if (has_token_[id]) {
+      vocabulary.fail("tokens '{}' and '{}' have the same id {}", printable(tokens_[id]), printable(token), id);
+    }
+    tokens_[id] = token;
+    has_token_[id] = true;
+  }
+}
+
+void BpeModel::read_merges(const JsonReader& merges) {
+  if (!merges.is_array()) merges.fail("expected an array of merges, got {}", merges.type_name());
+  const nlohmann::json& merge_list = merges.value();
+  merges_.reserve(merge_list.size());
+  std::int32_t rank = 0;
+  bool some_merge_joins_metaspace = false;
+  for (std::size_t index = 0; index < merge_list.size(); ++index) {
+    const nlohmann::json& merge = merge_list[index];
+    if (merge.is_string() && merge.get_ref<const std::string&>().starts_with("#version")) continue;
+    const auto [left, right] = merge_sides(merges, merge, index);
+    const auto left_id = id_of(left);
+    const auto right_id = id_of(right);
+    const auto merged_id = id_of(left + right);
+    if (!left_id || !right_id || !merged_id) {
+      const std::string& missing = !left_id ? left : !right_id ? right : left + right;
+      merges.fail("merge {} ('{}' '{}') names '{}', which is not in model.vocab", index, printable(left),
+                  printable(right), printable(missing));
+    }
+    merges_.add(*left_id, *right_id, {rank++, *merged_id});
+    some_merge_joins_metaspace = some_merge_joins_metaspace || joins_word_and_metaspace(left + right);
+  }
+  cut_before_metaspace_ = !some_merge_joins_metaspace && !ignore_merges_;
 }
 
 std::optional<std::int32_t> BpeModel::id_of(std::string_view text) const {

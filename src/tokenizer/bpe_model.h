@@ -89,6 +89,11 @@ class BpeModel {
   const MergeTable& merges() const { return merges_; }
 
  private:
+  // from_json's steps on the model it builds. The "vocab" object: vocabulary_ and the tables by id (tokens_,
+  // has_token_, char_ids_).
+  void read_vocabulary(const JsonReader& vocabulary);
+  // The "merges" array (after the vocabulary): merges_ by rank, and cut_before_metaspace_ (after ignore_merges_).
+  void read_merges(const JsonReader& merges);
   // Steps 2 and 3 of the header on one word, through the cache.
   void tokenize_word(std::string_view word, BpeWordCache& cache, std::vector<std::int32_t>& out) const;
   // Step 2 of the header: the symbols of `piece` before merging.

@@ -183,9 +183,8 @@ json merges_from_scores(const std::vector<std::string>& tokens, const GgufValue&
   return out;
 }
 
-}  // namespace
-
-nlohmann::json gguf_tokenizer_document(const GgufFile& file) {
+// Whether tokenizer.ggml.model names a byte-level BPE ("gpt2") rather than a SentencePiece one ("llama").
+bool byte_level_model(const GgufFile& file) {
   const auto model_name = file.get_string("tokenizer.ggml.model");
   if (!model_name) fail("{}: metadata tokenizer.ggml.model is absent; the file embeds no tokenizer", file.where());
   const bool byte_level = *model_name == "gpt2";
@@ -193,94 +192,122 @@ nlohmann::json gguf_tokenizer_document(const GgufFile& file) {
     fail("{}: metadata tokenizer.ggml.model is '{}', a tokenizer tqlab does not read (supported: gpt2, llama)",
          file.where(), printable(*model_name));
   }
-  const std::vector<std::string> tokens = string_array(file, "tokenizer.ggml.tokens", true);
-  if (tokens.empty()) fail("{}: metadata tokenizer.ggml.tokens is empty", file.where());
-  const std::size_t count = tokens.size();
+  return byte_level;
+}
+
+// tokenizer.ggml.token_type, `count` integers (llama_token_type), or null when absent.
+const GgufValue* token_types(const GgufFile& file, std::size_t count) {
   const GgufValue* types = per_token_array(file, "tokenizer.ggml.token_type", count, false);
   if (types != nullptr && !types->is_integer()) {
     fail("{}: metadata tokenizer.ggml.token_type is {}; expected an array of integers", file.where(),
          describe_gguf_value(*types, 2));
   }
-  std::unordered_map<std::string_view, std::int32_t> id_of;
+  return types;
+}
+
+// The vocabulary as tokenizer.json has it, {"token text": id}, with each token's id put into `id_of`
+// (whose keys view `tokens`); a token held twice is refused.
+json vocabulary(const GgufFile& file, const std::vector<std::string>& tokens,
+                std::unordered_map<std::string_view, std::int32_t>& id_of) {
   json vocab = json::object();
-  for (std::size_t id = 0; id < count; ++id) {
+  for (std::size_t id = 0; id < tokens.size(); ++id) {
     if (!id_of.emplace(tokens[id], static_cast<std::int32_t>(id)).second) {
       fail("{}: metadata tokenizer.ggml.tokens holds '{}' twice (ids {} and {})", file.where(),
            printable(tokens[id]), id_of.at(tokens[id]), id);
     }
     vocab[tokens[id]] = id;
   }
+  return vocab;
+}
 
-  json model = {{"type", "BPE"}, {"vocab", vocab}, {"fuse_unk", !byte_level}, {"byte_fallback", !byte_level}};
-  json document = {{"version", "1.0"}, {"model", json::object()}};
-  bool add_bos = !byte_level;  // llama.cpp: true for SPM; gpt2 below by the pre-tokenizer
-  if (byte_level) {
-    const std::vector<std::string> merge_texts = string_array(file, "tokenizer.ggml.merges", true);
-    json merges = json::array();
-    for (std::size_t i = 0; i < merge_texts.size(); ++i) {
-      const std::string& text = merge_texts[i];
-      const std::size_t space = text.find(' ', 1);
-      const std::string left = text.substr(0, space), right = space == std::string::npos ? "" : text.substr(space + 1);
-      if (space == std::string::npos || !id_of.contains(left) || !id_of.contains(right) ||
-          !id_of.contains(left + right)) {
-        fail("{}: metadata tokenizer.ggml.merges[{}] is '{}'; expected \"LEFT RIGHT\", both sides and their "
-             "join tokens of tokenizer.ggml.tokens",
-             file.where(), i, printable(text));
-      }
-      merges.push_back(json::array({left, right}));
+// tokenizer.ggml.merges ("LEFT RIGHT" texts) as tokenizer.json's [["LEFT", "RIGHT"], ...], once both sides and
+// their join are tokens.
+json byte_level_merges(const GgufFile& file, const std::unordered_map<std::string_view, std::int32_t>& id_of) {
+  const std::vector<std::string> merge_texts = string_array(file, "tokenizer.ggml.merges", true);
+  json merges = json::array();
+  for (std::size_t i = 0; i < merge_texts.size(); ++i) {
+    const std::string& text = merge_texts[i];
+    const std::size_t space = text.find(' ', 1);
+    const std::string left = text.substr(0, space), right = space == std::string::npos ? "" : text.substr(space + 1);
+    if (space == std::string::npos || !id_of.contains(left) || !id_of.contains(right) ||
+        !id_of.contains(left + right)) {
+      fail("{}: metadata tokenizer.ggml.merges[{}] is '{}'; expected \"LEFT RIGHT\", both sides and their "
+           "join tokens of tokenizer.ggml.tokens",
+           file.where(), i, printable(text));
     }
-    model["merges"] = std::move(merges);
-    const std::string pre_name(file.get_string("tokenizer.ggml.pre").value_or("default"));
-    const PreTokenizerRegexes& pre = find_pre_tokenizer(file, pre_name);
-    add_bos = pre.adds_bos;
-    // llama-bpe reads whole words from the vocabulary before merging (llama.cpp's ignore_merges).
-    model["ignore_merges"] = std::string_view(pre.name) == "llama-bpe";
-    json steps = json::array();
-    for (const char* regex : pre.regexes) steps.push_back(split_step(regex));
-    steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}});
-    document["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", steps}};
-    document["decoder"] = {{"type", "ByteLevel"}};
-  } else {
-    const GgufValue* scores = per_token_array(file, "tokenizer.ggml.scores", count, true);
-    model["merges"] = merges_from_scores(tokens, *scores, types, id_of);
-    // llama.cpp: a space before the text when add_space_prefix (default true), and every space as U+2581.
-    json steps = json::array();
-    if (file.get_bool("tokenizer.ggml.add_space_prefix").value_or(true)) {
-      steps.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
-    }
-    steps.push_back({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}});
-    document["normalizer"] = {{"type", "Sequence"}, {"normalizers", steps}};
-    json decode_steps = json::array({{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
-                                     {{"type", "ByteFallback"}},
-                                     {{"type", "Fuse"}}});
-    if (file.get_bool("tokenizer.ggml.add_space_prefix").value_or(true)) {
-      decode_steps.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
-    }
-    document["decoder"] = {{"type", "Sequence"}, {"decoders", decode_steps}};
-    if (const auto unk = token_id(file, "tokenizer.ggml.unknown_token_id", count)) {
-      model["unk_token"] = tokens[static_cast<std::size_t>(*unk)];
-    }
+    merges.push_back(json::array({left, right}));
   }
-  document["model"] = std::move(model);
+  return merges;
+}
 
-  // The tokens llama.cpp looks for in the text before BPE (its cache_special_tokens: control, user-defined
-  // and unknown tokens); control and unknown ones are special (left out by decode with --skip-special).
+// A byte-level BPE's merges and ignore_merges (into `model`), pre-tokenizer and decoder (into `document`);
+// returns whether its pre-tokenizer adds a BOS token by default.
+bool add_byte_level_parts(const GgufFile& file, const std::unordered_map<std::string_view, std::int32_t>& id_of,
+                          json& model, json& document) {
+  model["merges"] = byte_level_merges(file, id_of);
+  const std::string pre_name(file.get_string("tokenizer.ggml.pre").value_or("default"));
+  const PreTokenizerRegexes& pre = find_pre_tokenizer(file, pre_name);
+  // llama-bpe reads whole words from the vocabulary before merging (llama.cpp's ignore_merges).
+  model["ignore_merges"] = std::string_view(pre.name) == "llama-bpe";
+  json steps = json::array();
+  for (const char* regex : pre.regexes) steps.push_back(split_step(regex));
+  steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}});
+  document["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", steps}};
+  document["decoder"] = {{"type", "ByteLevel"}};
+  return pre.adds_bos;
+}
+
+// A SentencePiece model's merges (from its scores) and unknown token (into `model`), normalizer and decoder
+// (into `document`).
+void add_sentencepiece_parts(const GgufFile& file, const std::vector<std::string>& tokens, const GgufValue* types,
+                             const std::unordered_map<std::string_view, std::int32_t>& id_of, json& model,
+                             json& document) {
+  const std::size_t count = tokens.size();
+  const GgufValue* scores = per_token_array(file, "tokenizer.ggml.scores", count, true);
+  model["merges"] = merges_from_scores(tokens, *scores, types, id_of);
+  // llama.cpp: a space before the text when add_space_prefix (default true), and every space as U+2581.
+  json steps = json::array();
+  if (file.get_bool("tokenizer.ggml.add_space_prefix").value_or(true)) {
+    steps.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
+  }
+  steps.push_back({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}});
+  document["normalizer"] = {{"type", "Sequence"}, {"normalizers", steps}};
+  json decode_steps = json::array({{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                                   {{"type", "ByteFallback"}},
+                                   {{"type", "Fuse"}}});
+  if (file.get_bool("tokenizer.ggml.add_space_prefix").value_or(true)) {
+    decode_steps.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
+  }
+  document["decoder"] = {{"type", "Sequence"}, {"decoders", decode_steps}};
+  if (const auto unk = token_id(file, "tokenizer.ggml.unknown_token_id", count)) {
+    model["unk_token"] = tokens[static_cast<std::size_t>(*unk)];
+  }
+}
+
+// The tokens llama.cpp looks for in the text before BPE (its cache_special_tokens: control, user-defined
+// and unknown tokens), as tokenizer.json's added_tokens; control and unknown ones are special (left out by
+// decode with --skip-special).
+json added_tokens(const GgufFile& file, const std::vector<std::string>& tokens, const GgufValue* types) {
   json added = json::array();
-  for (std::size_t id = 0; id < count; ++id) {
+  for (std::size_t id = 0; id < tokens.size(); ++id) {
     const std::int64_t type = types != nullptr ? types->as_signed(id) : 1;
     const bool control = type == kControl || type == kUnknown || is_control_by_text(file, tokens[id]);
     if (!control && type != kUserDefined) continue;
     added.push_back({{"id", id}, {"content", tokens[id]}, {"single_word", false}, {"lstrip", false},
                      {"rstrip", false}, {"normalized", false}, {"special", control}});
   }
-  document["added_tokens"] = std::move(added);
+  return added;
+}
 
+// The TemplateProcessing post-processor: BOS (when tokenizer.ggml.add_bos_token, default `add_bos`), the text,
+// and EOS (when tokenizer.ggml.add_eos_token, default false).
+json post_processor(const GgufFile& file, const std::vector<std::string>& tokens, bool add_bos) {
   add_bos = file.get_bool("tokenizer.ggml.add_bos_token").value_or(add_bos);
   const bool add_eos = file.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
   json single = json::array();
   json specials = json::object();
   auto special = [&](const char* key, const char* what) {
-    const auto id = token_id(file, key, count);
+    const auto id = token_id(file, key, tokens.size());
     if (!id) fail("{}: metadata {} is absent but {} is true", file.where(), key, what);
     const std::string& text = tokens[static_cast<std::size_t>(*id)];
     specials[text] = {{"id", text}, {"ids", json::array({*id})}, {"tokens", json::array({text})}};
@@ -289,7 +316,30 @@ nlohmann::json gguf_tokenizer_document(const GgufFile& file) {
   if (add_bos) special("tokenizer.ggml.bos_token_id", "tokenizer.ggml.add_bos_token");
   single.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
   if (add_eos) special("tokenizer.ggml.eos_token_id", "tokenizer.ggml.add_eos_token");
-  document["post_processor"] = {{"type", "TemplateProcessing"}, {"single", single}, {"special_tokens", specials}};
+  return {{"type", "TemplateProcessing"}, {"single", single}, {"special_tokens", specials}};
+}
+
+}  // namespace
+
+nlohmann::json gguf_tokenizer_document(const GgufFile& file) {
+  const bool byte_level = byte_level_model(file);
+  const std::vector<std::string> tokens = string_array(file, "tokenizer.ggml.tokens", true);
+  if (tokens.empty()) fail("{}: metadata tokenizer.ggml.tokens is empty", file.where());
+  const GgufValue* types = token_types(file, tokens.size());
+  std::unordered_map<std::string_view, std::int32_t> id_of;  // views into `tokens`
+  json vocab = vocabulary(file, tokens, id_of);
+
+  json model = {{"type", "BPE"}, {"vocab", vocab}, {"fuse_unk", !byte_level}, {"byte_fallback", !byte_level}};
+  json document = {{"version", "1.0"}, {"model", json::object()}};
+  bool add_bos = !byte_level;  // llama.cpp: true for SPM; gpt2 by the pre-tokenizer
+  if (byte_level) {
+    add_bos = add_byte_level_parts(file, id_of, model, document);
+  } else {
+    add_sentencepiece_parts(file, tokens, types, id_of, model, document);
+  }
+  document["model"] = std::move(model);
+  document["added_tokens"] = added_tokens(file, tokens, types);
+  document["post_processor"] = post_processor(file, tokens, add_bos);
   return document;
 }
 
