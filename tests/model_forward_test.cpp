@@ -1,5 +1,5 @@
 // The whole forward pass against the plain double-precision reference
-// (model/forward_reference.h) on random checkpoints of every family and
+// (tests/forward_reference.h) on random checkpoints of every family and
 // weight dtype, with and without a fake-quantized KV cache; the same floats
 // for any thread count.
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "model/checkpoint.h"
-#include "model/forward_reference.h"
+#include "forward_reference.h"
 #include "model/transformer.h"
 #include "model_test_util.h"
 #include "quant/registry.h"

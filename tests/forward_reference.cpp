@@ -1,4 +1,4 @@
-#include "model/forward_reference.h"
+#include "forward_reference.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 // precision, for tests: no sgemm, no blocks, no threads, the KV cache's exact
 // tokens decided per (query, key) by ExactTokens::ranges, as the sweep
 // decides them. The fast forward is held to it on random checkpoints of
-// every family (tests/forward_test.cpp); it is far too slow for real models.
+// every family (tests/model_forward_test.cpp); it is far too slow for real models.
 #pragma once
 
 #include <cstdint>
