@@ -77,6 +77,8 @@ void setup_roundtrip(CLI::App& app, int& exit_code) {
   command->add_option("input", options->input, "Input tensor file (.safetensors, .npz)")->required();
   command->add_option("--k", roundtrip.key_spec, "Quantizer spec for the keys, e.g. tq:b=3")->required();
   command->add_option("--v", roundtrip.value_spec, "Quantizer spec for the values, e.g. tq:b=3")->required();
+  command->add_option("--engine", roundtrip.engine,
+                      "Keys and values through ENGINE's cache (llama.cpp[:rot=off]: its types as --k/--v)");
   command->add_option("--q", roundtrip.query_spec,
                       "Quantizer spec for the queries (default: queries are copied unchanged)");
   add_output_option(*command, options->output,

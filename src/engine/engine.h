@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "quant/quantizer.h"
+
 namespace tqlab {
 
 /// Which tokens a query reads exact, besides what the cache holds.
@@ -72,11 +74,11 @@ class EngineCache {
 
 /// What a run asks of an engine, for its checks.
 struct EngineRunRequest {
-  std::string k, v;  ///< the K and V specs as given (one spec for every layer and head)
+  std::string k, v;        ///< the K and V specs as given (one spec for every layer and head)
   bool per_layer = false;  ///< K or V given per layer or head
   int window = 0, sink = 0;
   PrefillRule prefill;
-  int head_dim = 0;  ///< 0: not known yet (checked again when the model is)
+  int head_dim = 0;   ///< 0: not known yet (checked again when the model is)
   std::string where;  ///< names the run in messages: "--k/--v", "runs[2]"
 };
 
@@ -93,6 +95,13 @@ class Engine {
   virtual std::vector<std::string> cache_types() const { return {}; }
   /// InputError, naming request.where and what the engine supports, for a run it cannot run.
   virtual void check_run(const EngineRunRequest& request) const = 0;
+  /// The engine's cache of `cache_type` as a quantizer of one head's rows in Hugging Face's
+  /// order (what it stores for them, read back: `tqlab roundtrip --engine`); null when the
+  /// engine stores what tqlab's own quantizer of the spec does.
+  virtual std::unique_ptr<Quantizer> cache_quantizer(const std::string& cache_type) const {
+    (void)cache_type;
+    return nullptr;
+  }
   /// The engine's attention for the run's K and V (checked by check_run), or null when
   /// the engine leaves attention to tqlab's own path (model/kv_hook.h, model/attention.h).
   virtual std::unique_ptr<EngineCache> bind(const std::string& k, const std::string& v, int head_dim) const = 0;

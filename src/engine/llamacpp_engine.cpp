@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "engine/llamacpp_attention.h"
+#include "engine/llamacpp_cache_quantizer.h"
 #include "engine/llamacpp_cache_types.h"
 
 namespace tqlab {
@@ -42,8 +43,7 @@ void gather_head(int tokens, int dim, const float* x, std::int64_t stride, int h
 
 class LlamaCppCache final : public EngineCache {
  public:
-  LlamaCppCache(const LlamaCppCacheType& k, const LlamaCppCacheType& v, int head_dim, bool rotation)
-      : k_(k), v_(v) {
+  LlamaCppCache(const LlamaCppCacheType& k, const LlamaCppCacheType& v, int head_dim, bool rotation) : k_(k), v_(v) {
     const bool rotatable = head_dim % 64 == 0;
     k_rotation_ = rotation && rotatable && k.quantized ? llamacpp_key_rotation_width(head_dim) : 0;
     v_rotation_ = rotation && rotatable && v.quantized ? 64 : 0;
@@ -136,9 +136,10 @@ int llamacpp_key_rotation_width(int head_dim) {
 std::string LlamaCppEngine::spelling() const { return rotation_ ? "llama.cpp" : "llama.cpp:rot=off"; }
 
 std::string LlamaCppEngine::supports() const {
-  return fmt::format("engine llama.cpp takes --k/--v from {} (one type for every layer and head), the option "
-                     "rot=off (LLAMA_ATTN_ROT_DISABLE=1), --prefill quantized|exact C, and no --window or --sink",
-                     fmt::join(llamacpp_cache_type_names(), ", "));
+  return fmt::format(
+      "engine llama.cpp takes --k/--v from {} (one type for every layer and head), the option "
+      "rot=off (LLAMA_ATTN_ROT_DISABLE=1), --prefill quantized|exact C, and no --window or --sink",
+      fmt::join(llamacpp_cache_type_names(), ", "));
 }
 
 std::string LlamaCppEngine::quantizer_spec(const std::string& cache_type) const {
@@ -148,6 +149,10 @@ std::string LlamaCppEngine::quantizer_spec(const std::string& cache_type) const 
 }
 
 std::vector<std::string> LlamaCppEngine::cache_types() const { return llamacpp_cache_type_names(); }
+
+std::unique_ptr<Quantizer> LlamaCppEngine::cache_quantizer(const std::string& cache_type) const {
+  return make_llamacpp_cache_quantizer(tqlab::cache_type(cache_type), rotation_);
+}
 
 void LlamaCppEngine::check_run(const EngineRunRequest& request) const {
   const auto refuse = [&](const std::string& what) {
@@ -163,8 +168,8 @@ void LlamaCppEngine::check_run(const EngineRunRequest& request) const {
     for (const auto* spec : {&request.k, &request.v}) {
       const LlamaCppCacheType& type = cache_type(*spec);
       if (request.head_dim % type.block_values != 0 || request.head_dim % 2 != 0) {
-        refuse(fmt::format("cache type {} at head dim {} (blocks of {})", type.name, request.head_dim,
-                           type.block_values));
+        refuse(
+            fmt::format("cache type {} at head dim {} (blocks of {})", type.name, request.head_dim, type.block_values));
       }
     }
   }

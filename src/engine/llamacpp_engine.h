@@ -37,6 +37,7 @@ class LlamaCppEngine final : public Engine {
   std::vector<std::string> cache_types() const override;
   std::string quantizer_spec(const std::string& cache_type) const override;
   void check_run(const EngineRunRequest& request) const override;
+  std::unique_ptr<Quantizer> cache_quantizer(const std::string& cache_type) const override;
   std::unique_ptr<EngineCache> bind(const std::string& k, const std::string& v, int head_dim) const override;
 
  private:

@@ -31,6 +31,9 @@ struct RoundtripOptions {
   std::string key_spec;    ///< quantizer spec for keys, e.g. "tq:b=3"
   std::string value_spec;  ///< quantizer spec for values
   std::string query_spec;  ///< empty: queries are copied unchanged
+  /// An engine whose cache the keys and values go through (engine/engine.h: "llama.cpp",
+  /// "llama.cpp:rot=off"; its cache types as --k/--v); "" or "tqlab": tqlab's quantizers.
+  std::string engine;
   std::string keys = "layers.{layer}.k";     ///< name templates, as the sweep config's "data"
   std::string values = "layers.{layer}.v";
   std::string queries = "layers.{layer}.q";  ///< only read when query_spec is set

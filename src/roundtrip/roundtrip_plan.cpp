@@ -6,6 +6,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "engine/engine.h"
 #include "kv/kv_slab.h"
 #include "quant/registry.h"
 #include "tqlab_version.h"
@@ -21,8 +22,8 @@ void check_output_path(const std::string& output_path, const TensorFile& input) 
   // A dump has at least keys and values (KvDump refuses one tensor named by
   // both templates), so a one-tensor .npy could never hold the output.
   if (extension == ".npy") {
-    fail("'{}': a .npy file holds one tensor, but '{}' has {}; use .npz or .safetensors", output_path,
-         input.path(), input.tensors().size());
+    fail("'{}': a .npy file holds one tensor, but '{}' has {}; use .npz or .safetensors", output_path, input.path(),
+         input.tensors().size());
   }
   if (extension != ".safetensors" && extension != ".npz") {
     fail("'{}': unknown output format, expected a name ending in .safetensors or .npz", output_path);
@@ -42,14 +43,39 @@ void check_head_dim(const TensorFile& file, const Quantizer& quantizer, const Te
   }
 }
 
+// --engine: the engine's cache for keys and values (its own writer, order and rotation), checked
+// as a run of it is (its cache types, one for every layer; queries are the engine's to convert).
+void plan_engine_quantizers(const RoundtripOptions& options, RoundtripPlan& plan) {
+  const std::unique_ptr<Engine> engine = parse_engine(options.engine, "--engine");
+  if (!options.query_spec.empty()) {
+    fail("--q '{}' with --engine {}: the engine converts queries itself, it does not store them; leave --q out",
+         options.query_spec, engine->spelling());
+  }
+  EngineRunRequest request;
+  request.k = options.key_spec;
+  request.v = options.value_spec;
+  request.where = "--k/--v";
+  engine->check_run(request);
+  plan.engine = engine->spelling();
+  for (auto [spec, quantizer] :
+       {std::pair{&options.key_spec, &plan.key_quantizer}, std::pair{&options.value_spec, &plan.value_quantizer}}) {
+    *quantizer = engine->cache_quantizer(*spec);
+    if (!*quantizer) *quantizer = make_quantizer(engine->quantizer_spec(*spec));
+  }
+}
+
 }  // namespace
 
 RoundtripPlan plan_roundtrip(const std::string& input_path, const std::string& output_path,
                              const RoundtripOptions& options) {
   RoundtripPlan plan;
   // Specs first: a typo should cost nothing, not even opening the file.
-  plan.key_quantizer = make_quantizer(options.key_spec);
-  plan.value_quantizer = make_quantizer(options.value_spec);
+  if (is_default_engine(options.engine)) {
+    plan.key_quantizer = make_quantizer(options.key_spec);
+    plan.value_quantizer = make_quantizer(options.value_spec);
+  } else {
+    plan_engine_quantizers(options, plan);
+  }
   if (!options.query_spec.empty()) plan.query_quantizer = make_quantizer(options.query_spec);
 
   OpenOptions open_options;
@@ -104,8 +130,15 @@ std::map<std::string, std::string> roundtrip_metadata(const RoundtripPlan& plan,
   metadata["tqlab.git_commit"] = TQLAB_GIT_COMMIT;
   metadata["tqlab.roundtrip.k"] = plan.key_quantizer->spec();
   metadata["tqlab.roundtrip.v"] = plan.value_quantizer->spec();
-  if (plan.query_quantizer) metadata["tqlab.roundtrip.q"] = plan.query_quantizer->spec();
-  else metadata.erase("tqlab.roundtrip.q");  // a second roundtrip must not inherit the first one's
+  if (plan.query_quantizer)
+    metadata["tqlab.roundtrip.q"] = plan.query_quantizer->spec();
+  else
+    metadata.erase("tqlab.roundtrip.q");  // a second roundtrip must not inherit the first one's
+  if (plan.engine.empty()) {
+    metadata.erase("tqlab.roundtrip.engine");
+  } else {
+    metadata["tqlab.roundtrip.engine"] = plan.engine;
+  }
   metadata["tqlab.roundtrip.seed"] = std::to_string(options.seed);
   metadata["tqlab.roundtrip.layout"] = plan.layout;
   return metadata;

@@ -29,6 +29,7 @@ struct QuantizedTensor {
 /// Everything checked and resolved before any tensor byte is read.
 struct RoundtripPlan {
   std::unique_ptr<Quantizer> key_quantizer, value_quantizer, query_quantizer;  ///< query: null without --q
+  std::string engine;  ///< the engine whose cache keys and values go through ("": tqlab's quantizers)
   std::unique_ptr<TensorFile> file;
   std::string layout;               ///< the layout used
   KvLayout axes;
