@@ -47,8 +47,9 @@ std::string invocation(const std::string& engine, const EnginePlan& plan) {
     return text;
   }
   const bool rotation_off = engine.find("rot=off") != std::string::npos;
-  return fmt::format("{}{} {} -fa on", rotation_off ? "LLAMA_ATTN_ROT_DISABLE=1 " : "", role_flags("ctk", plan.k),
-                     role_flags("ctv", plan.v));
+  // llama.cpp's -fa takes on|off|auto; ik_llama.cpp's spelling differs between versions: left to the user.
+  return fmt::format("{}{} {}{}", rotation_off ? "LLAMA_ATTN_ROT_DISABLE=1 " : "", role_flags("ctk", plan.k),
+                     role_flags("ctv", plan.v), is_llamacpp(engine) ? " -fa on" : "");
 }
 
 RoleTypes role_types(const LayerRanges& ranges, const std::vector<std::string>& names) {

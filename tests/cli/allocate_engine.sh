@@ -101,7 +101,7 @@ for role in ("k", "v"):
     assert first[1] + last[1] <= layers
     if first[1]: flags += f" -ct{role}-first {first[0]},{first[1]}"
     if last[1]: flags += f" -ct{role}-last {last[0]},{last[1]}"
-assert ik["engine"]["invocation"] == flags + " -fa on", (ik["engine"]["invocation"], flags)
+assert ik["engine"]["invocation"] == flags, (ik["engine"]["invocation"], flags)
 names = [name for run in ik["verify"]["runs"] for name in run["names"]]
 assert best["name"] in names and ik["engine"]["measured_as"] is None, names
 PY
