@@ -20,10 +20,10 @@
 //               TurboQuant prefill attends its own chunk exact).
 // llama.cpp's space is small (types x types): every plan is scored on the profile and the least
 // predicted damage within the budget is the engine-shaped optimum. ik_llama.cpp's is solved
-// exactly by allocate/layer_ranges.h.
+// exactly by allocate/layer_ranges.h, vLLM's by allocate/skip_layers.h.
 // Plans are scored as every allocation is (allocate/allocation.h): the profile measures each
 // unit with tqlab's quantizer of the type (bytes identical to the engine's); --verify then
-// measures the plan end to end under the engine itself and under tqlab's semantics.
+// measures the plan end to end in tqlab's semantics and, for llama.cpp, under the engine itself.
 #pragma once
 
 #include <optional>
