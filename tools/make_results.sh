@@ -34,6 +34,12 @@ for config in configs/e2e/*.json; do
   "$tqlab" sweep --config "$config" --quiet --out "results/$name.e2e.json"
 done
 /usr/bin/python3 tools/e2e_findings.py > results/e2e_findings.md
+# The engines' own caches against TurboQuant (docs/FINDINGS.md#turboquant-against-what-the-engines-ship).
+for config in configs/engines/*.json; do
+  name=$(basename "$config" .json)
+  echo "== $name (end to end, data/tinyllama_hf)"
+  "$tqlab" sweep --config "$config" --quiet --out "results/$name.e2e.json"
+done
 # tqlab allocate at the bits of uniform tq:b=3,nc (docs/FINDINGS.md#where-the-bits-go-tqlab-allocate):
 # the offline profile on the sample (and the real dump), the model profile on the bundled model,
 # and the offline profile of the model's own Q/K/V calibrated to it.
