@@ -14,6 +14,10 @@ one marker per method -- the part of the K spec before ':'):
                            other run of the file has fewer or equal bits and a
                            lower value: the rule `tqlab report` marks)
   k_rel_mse_vs_bits.png    k_rel_mse against bits_k (the key quantizer's own bits)
+  e2e_kld_vs_bits.png      with end-to-end results (a model block): e2e_kld against bits_kv,
+                           the same way; a run under another engine or prefill is its own
+                           marker ("q4_0 (llama.cpp, prefill exact 64)")
+(the two offline figures and the per-layer ones only from files with offline metrics)
 Per sweep results file STEM:
   attn_kl_per_layer-STEM.png   heatmap of attn_kl, one row per run, one column per layer
   rel_mse_per_layer-STEM.png   k_rel_mse and v_rel_mse per layer, one line per run
@@ -104,8 +108,17 @@ def stem(path):
 
 
 def method(run):
+    """The K spec's method, with the run's engine and prefill when not the defaults ("q4_0 (llama.cpp)")."""
     k = run["k"] if isinstance(run["k"], str) else run["k"].get("default", "per-layer")
-    return k.split(":")[0]
+    return k.split(":")[0] + run_context(run)
+
+
+def run_context(run):
+    """" (llama.cpp, prefill exact 64)": the run's engine and prefill when not the defaults."""
+    parts = [run["engine"]] if run.get("engine", "tqlab") != "tqlab" else []
+    if run.get("prefill", "quantized") != "quantized":
+        parts.append(f"prefill {run['prefill']}")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def value(run, name):
@@ -156,6 +169,7 @@ def plot_vs_bits(sweeps, metric, bits_name, directory, written):
                           color=colour, markersize=7, linestyle="none", capsize=3)
             if len(sweeps) == 1:
                 label = run["k"] if isinstance(run["k"], str) else "per-layer"
+                label += run_context(run)
                 axes.annotate(label, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7)
             plotted += 1
         front = pareto_front(points)
@@ -437,10 +451,15 @@ def main():
         import_plotting()
         os.makedirs(args.out, exist_ok=True)
         sweeps = [(path, d) for path, d in documents if d["schema"] == "tqlab.sweep/1"]
+        offline = [(path, d) for path, d in sweeps if any("attn_kl" in run["metrics"] for run in d["runs"])]
+        end_to_end = [(path, d) for path, d in sweeps if "e2e" in d]
+        if offline:
+            plot_vs_bits(offline, "attn_kl", "bits_kv", args.out, written)
+            plot_vs_bits(offline, "k_rel_mse", "bits_k", args.out, written)
+        if end_to_end:
+            plot_vs_bits(end_to_end, "e2e_kld", "bits_kv", args.out, written)
         if sweeps:
-            plot_vs_bits(sweeps, "attn_kl", "bits_kv", args.out, written)
-            plot_vs_bits(sweeps, "k_rel_mse", "bits_k", args.out, written)
-            for path, document in sweeps:
+            for path, document in offline:
                 plot_layer_heatmap(path, document, args.out, written)
                 plot_layer_mse(path, document, args.out, written)
                 if args.dump:

@@ -68,6 +68,12 @@ for name, (width, height) in expected.items():
 PY
 [ "$(grep -c '\.png$' out.txt)" = 16 ] || fail "plot did not list the 16 figures it wrote: $(cat out.txt)"
 
+# End-to-end results (the committed engines comparison: a model block, no offline metrics): e2e_kld
+# against bits, every engine and prefill its own marker, and no offline figure.
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+expect_exit 0 "plot end-to-end results" -- "$python" "$plot" "$repo/results/engines.e2e.json" -o e2e_figs
+[ "$(cat out.txt)" = "e2e_figs/e2e_kld_vs_bits.png" ] || fail "end-to-end results gave other figures: $(cat out.txt)"
+
 # ---------------------------------------------------------------- bad input: exit 2, one line
 expect_exit 0 "codebook" -- "$TQLAB" codebook export --dim 16 --bits 2 -o codebook.json
 expect_exit 2 "a codebook file" -- "$python" "$plot" codebook.json -o figs
