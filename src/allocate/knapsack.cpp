@@ -145,49 +145,43 @@ std::optional<KnapsackSolution> ExactKnapsack::solve(std::uint64_t capacity) con
   return solution;
 }
 
-std::optional<KnapsackSolution> solve_knapsack_lagrangian(const std::vector<KnapsackGroup>& groups,
-                                                          std::uint64_t capacity) {
-  check_groups(groups);
-  // Each group's lower convex hull: options by ascending cost with falling damage, each step
-  // saving less damage per byte than the one before.
-  std::vector<std::vector<int>> hulls;
-  for (const KnapsackGroup& group : groups) {
-    std::vector<int> hull;
-    for (int j : by_cost(group)) {
-      const KnapsackOption& option = group[static_cast<std::size_t>(j)];
-      if (!hull.empty()) {
-        const KnapsackOption& last = group[static_cast<std::size_t>(hull.back())];
-        if (option.damage >= last.damage) continue;     // dearer and no better
-        if (option.cost == last.cost) hull.pop_back();  // as dear and better
-      }
-      // Drop the last point while it lies on or above the chord to this one.
-      while (hull.size() >= 2) {
-        const KnapsackOption& a = group[static_cast<std::size_t>(hull[hull.size() - 2])];
-        const KnapsackOption& b = group[static_cast<std::size_t>(hull.back())];
-        const long double left = static_cast<long double>(b.damage - a.damage) * (option.cost - a.cost);
-        const long double right = static_cast<long double>(option.damage - a.damage) * (b.cost - a.cost);
-        if (left < right) break;  // b is below the chord: keep it
-        hull.pop_back();
-      }
-      hull.push_back(j);
-    }
-    hulls.push_back(std::move(hull));
-  }
-  std::vector<int> choice(groups.size());
-  std::vector<std::size_t> at(groups.size(), 0);
-  std::uint64_t cost = 0;
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    choice[g] = hulls[g][0];
-    cost += groups[g][static_cast<std::size_t>(choice[g])].cost;
-  }
-  if (cost > capacity) return std::nullopt;
+namespace {
 
-  // Hull steps by damage saved per byte, highest first (ties: group, then step order).
-  struct Step {
-    std::size_t group, to;
-    double saving_per_byte;
-  };
-  std::vector<Step> steps;
+// A group's lower convex hull: its options by ascending cost with falling damage, each step
+// saving less damage per byte than the one before.
+std::vector<int> lower_convex_hull(const KnapsackGroup& group) {
+  std::vector<int> hull;
+  for (int j : by_cost(group)) {
+    const KnapsackOption& option = group[static_cast<std::size_t>(j)];
+    if (!hull.empty()) {
+      const KnapsackOption& last = group[static_cast<std::size_t>(hull.back())];
+      if (option.damage >= last.damage) continue;     // dearer and no better
+      if (option.cost == last.cost) hull.pop_back();  // as dear and better
+    }
+    // Drop the last point while it lies on or above the chord to this one.
+    while (hull.size() >= 2) {
+      const KnapsackOption& a = group[static_cast<std::size_t>(hull[hull.size() - 2])];
+      const KnapsackOption& b = group[static_cast<std::size_t>(hull.back())];
+      const long double left = static_cast<long double>(b.damage - a.damage) * (option.cost - a.cost);
+      const long double right = static_cast<long double>(option.damage - a.damage) * (b.cost - a.cost);
+      if (left < right) break;  // b is below the chord: keep it
+      hull.pop_back();
+    }
+    hull.push_back(j);
+  }
+  return hull;
+}
+
+// One step along a group's hull, from point to - 1 to point `to`.
+struct HullStep {
+  std::size_t group, to;
+  double saving_per_byte;
+};
+
+// Every hull step by damage saved per byte, highest first (ties: group, then step order).
+std::vector<HullStep> steps_by_saving(const std::vector<KnapsackGroup>& groups,
+                                      const std::vector<std::vector<int>>& hulls) {
+  std::vector<HullStep> steps;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     for (std::size_t k = 1; k < hulls[g].size(); ++k) {
       const KnapsackOption& a = groups[g][static_cast<std::size_t>(hulls[g][k - 1])];
@@ -196,25 +190,13 @@ std::optional<KnapsackSolution> solve_knapsack_lagrangian(const std::vector<Knap
     }
   }
   std::stable_sort(steps.begin(), steps.end(),
-                   [](const Step& a, const Step& b) { return a.saving_per_byte > b.saving_per_byte; });
-  double damage = 0;
-  for (std::size_t g = 0; g < groups.size(); ++g) damage += groups[g][static_cast<std::size_t>(choice[g])].damage;
-  std::optional<double> bound;  // the LP optimum: the first step that does not fit, taken in part
-  for (const Step& step : steps) {
-    if (at[step.group] + 1 != step.to) continue;  // an earlier step of this group did not fit
-    const KnapsackOption& from = groups[step.group][static_cast<std::size_t>(hulls[step.group][step.to - 1])];
-    const KnapsackOption& to = groups[step.group][static_cast<std::size_t>(hulls[step.group][step.to])];
-    const std::uint64_t extra = to.cost - from.cost;
-    if (cost + extra > capacity) {
-      if (!bound) bound = damage - static_cast<double>(capacity - cost) * step.saving_per_byte;
-      continue;
-    }
-    cost += extra;
-    damage += to.damage - from.damage;
-    at[step.group] = step.to;
-    choice[step.group] = hulls[step.group][step.to];
-  }
-  // Repair: any option of any group that lowers the damage and fits, the best saving first.
+                   [](const HullStep& a, const HullStep& b) { return a.saving_per_byte > b.saving_per_byte; });
+  return steps;
+}
+
+// Repair: while any option of any group lowers the damage and fits, takes the best saving.
+void take_fitting_savings(const std::vector<KnapsackGroup>& groups, std::uint64_t capacity, std::uint64_t cost,
+                          std::vector<int>& choice) {
   while (true) {
     std::size_t best_group = groups.size();
     int best_option = -1;
@@ -232,11 +214,47 @@ std::optional<KnapsackSolution> solve_knapsack_lagrangian(const std::vector<Knap
         }
       }
     }
-    if (best_group == groups.size()) break;
+    if (best_group == groups.size()) return;
     cost = cost - groups[best_group][static_cast<std::size_t>(choice[best_group])].cost +
            groups[best_group][static_cast<std::size_t>(best_option)].cost;
     choice[best_group] = best_option;
   }
+}
+
+}  // namespace
+
+std::optional<KnapsackSolution> solve_knapsack_lagrangian(const std::vector<KnapsackGroup>& groups,
+                                                          std::uint64_t capacity) {
+  check_groups(groups);
+  std::vector<std::vector<int>> hulls;
+  for (const KnapsackGroup& group : groups) hulls.push_back(lower_convex_hull(group));
+  std::vector<int> choice(groups.size());
+  std::vector<std::size_t> at(groups.size(), 0);
+  std::uint64_t cost = 0;
+  double damage = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    choice[g] = hulls[g][0];
+    cost += groups[g][static_cast<std::size_t>(choice[g])].cost;
+    damage += groups[g][static_cast<std::size_t>(choice[g])].damage;
+  }
+  if (cost > capacity) return std::nullopt;
+
+  std::optional<double> bound;  // the LP optimum: the first step that does not fit, taken in part
+  for (const HullStep& step : steps_by_saving(groups, hulls)) {
+    if (at[step.group] + 1 != step.to) continue;  // an earlier step of this group did not fit
+    const KnapsackOption& from = groups[step.group][static_cast<std::size_t>(hulls[step.group][step.to - 1])];
+    const KnapsackOption& to = groups[step.group][static_cast<std::size_t>(hulls[step.group][step.to])];
+    const std::uint64_t extra = to.cost - from.cost;
+    if (cost + extra > capacity) {
+      if (!bound) bound = damage - static_cast<double>(capacity - cost) * step.saving_per_byte;
+      continue;
+    }
+    cost += extra;
+    damage += to.damage - from.damage;
+    at[step.group] = step.to;
+    choice[step.group] = hulls[step.group][step.to];
+  }
+  take_fitting_savings(groups, capacity, cost, choice);
   KnapsackSolution solution = evaluate(groups, std::move(choice));
   // Every hull step fitted: each group holds its least damage, the optimum.
   solution.exact = !bound;

@@ -20,6 +20,43 @@ double metric_value(const NextTokenSeries& series, const std::string& name) {
   throw InternalError("next_token_metrics has no " + name);
 }
 
+// Which passes this process measures: every one, or options.passes (a shard's work units).
+std::vector<bool> held_passes_of(std::size_t all_passes, const ModelProfileOptions& options) {
+  std::vector<bool> held(all_passes, !options.passes);
+  if (options.passes) {
+    for (int work : *options.passes) held.at(static_cast<std::size_t>(work)) = true;
+  }
+  return held;
+}
+
+// The cache of one pass: every head exact but the unit's heads of its role and layer, at `quantizer`.
+KvCacheQuantization unit_cache(const ModelConfig& shape, const AllocationUnit& unit, const Quantizer& exact,
+                               const Quantizer& quantizer, const ExactTokens& exact_tokens, std::uint64_t seed) {
+  const auto heads = static_cast<std::size_t>(shape.kv_heads);
+  KvCacheQuantization cache;
+  cache.key.assign(static_cast<std::size_t>(shape.layers), std::vector<const Quantizer*>(heads, &exact));
+  cache.value = cache.key;
+  auto& role_table = (unit.role == Role::key ? cache.key : cache.value)[static_cast<std::size_t>(unit.layer)];
+  for (std::size_t head = 0; head < heads; ++head) {
+    if (unit.holds_head(static_cast<int>(head))) role_table[head] = &quantizer;
+  }
+  cache.exact = exact_tokens;
+  cache.seed = seed;
+  return cache;
+}
+
+// The bytes the unit's heads took in a pass's cache.
+std::uint64_t unit_bytes(const RunSeedResult& result, const AllocationUnit& unit, int kv_heads) {
+  const auto& per_head = (unit.role == Role::key ? result.bytes.key_head : result.bytes.value_head);
+  std::uint64_t bytes = 0;
+  for (int head = 0; head < kv_heads; ++head) {
+    if (unit.holds_head(head)) {
+      bytes += per_head.at(static_cast<std::size_t>(unit.layer)).at(static_cast<std::size_t>(head));
+    }
+  }
+  return bytes;
+}
+
 }  // namespace
 
 Profile measure_model_profile(const SweepConfig& config, const SweepModel& model, const ModelProfileOptions& options) {
@@ -31,22 +68,21 @@ Profile measure_model_profile(const SweepConfig& config, const SweepModel& model
     quantizers.push_back(make_quantizer(spec));
     quantizers.back()->check_dim(shape.head_dim);  // canonical_candidates checked it: an internal slip if not
   }
-  std::vector<LayerHeads> layers;
-  for (int layer = 0; layer < shape.layers; ++layer) layers.push_back({layer, shape.kv_heads});
   Profile profile;
   profile.kind = ProfileKind::model;
   profile.granularity = options.granularity;
   profile.candidates = options.candidates;
   profile.seeds = config.seeds;
-  for (const LayerHeads& layer : layers) profile.layers.push_back(layer.layer);
+  std::vector<LayerHeads> layers;
+  for (int layer = 0; layer < shape.layers; ++layer) {
+    layers.push_back({layer, shape.kv_heads});
+    profile.layers.push_back(layer);
+  }
   const std::vector<AllocationUnit> units = allocation_units(layers, options.granularity);
 
   // Pass p is work unit p (allocate/profile_work.h): units outer, candidates, seeds inner.
-  const std::size_t all_passes = units.size() * options.candidates.size() * config.seeds.size();
-  std::vector<bool> held(all_passes, !options.passes);
-  if (options.passes) {
-    for (int work : *options.passes) held.at(static_cast<std::size_t>(work)) = true;
-  }
+  const std::vector<bool> held =
+      held_passes_of(units.size() * options.candidates.size() * config.seeds.size(), options);
   const auto held_passes = static_cast<std::size_t>(std::count(held.begin(), held.end(), true));
   const std::size_t passes = 1 + held_passes;  // with the base
   std::size_t pass = 0;
@@ -60,8 +96,6 @@ Profile measure_model_profile(const SweepConfig& config, const SweepModel& model
   if (held_passes > 0) session.emplace(*model.transformer, model.tokens.ids, session_options, model.tokens.path);
 
   const ExactTokens exact_tokens{0, 0, config.metrics.attention_options.window_mode};
-  const auto heads = static_cast<std::size_t>(shape.kv_heads);
-  const std::vector<const Quantizer*> exact_heads(heads, exact.get());
   double layers_computed = 0;
   std::size_t work = 0;
   for (const AllocationUnit& unit : units) {
@@ -75,31 +109,15 @@ Profile measure_model_profile(const SweepConfig& config, const SweepModel& model
       bool bytes_counted = false;  // a candidate's bytes do not depend on the seed: the first pass measured counts them
       for (std::size_t s = 0; s < config.seeds.size(); ++s) {
         if (!held.at(work++)) continue;
-        const std::uint64_t seed = config.seeds[s];
         ++pass;
-        KvCacheQuantization cache;
-        cache.key.assign(static_cast<std::size_t>(shape.layers), exact_heads);
-        cache.value = cache.key;
-        auto& role_table = (unit.role == Role::key ? cache.key : cache.value)[static_cast<std::size_t>(unit.layer)];
-        for (std::size_t head = 0; head < heads; ++head) {
-          if (unit.holds_head(static_cast<int>(head))) role_table[head] = quantizer.get();
-        }
-        cache.exact = exact_tokens;
-        cache.seed = seed;
         const int first_layer = options.reuse_prefix ? unit.layer : 0;
-        const RunSeedResult result = session->run(cache, first_layer);
+        const RunSeedResult result =
+            session->run(unit_cache(shape, unit, *exact, *quantizer, exact_tokens, config.seeds[s]), first_layer);
         layers_computed += shape.layers - first_layer;
         measurement.components[0][s] = metric_value(result.series, "e2e_kld");
         measurement.components[1][s] = metric_value(result.series, "e2e_ln_ppl_ratio");
-        if (!bytes_counted) {
-          bytes_counted = true;
-          const auto& per_head = (unit.role == Role::key ? result.bytes.key_head : result.bytes.value_head);
-          for (std::size_t head = 0; head < heads; ++head) {
-            if (unit.holds_head(static_cast<int>(head))) {
-              measurement.bytes += per_head.at(static_cast<std::size_t>(unit.layer)).at(head);
-            }
-          }
-        }
+        if (!bytes_counted) measurement.bytes += unit_bytes(result, unit, shape.kv_heads);
+        bytes_counted = true;
       }
     }
   }

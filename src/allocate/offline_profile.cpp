@@ -51,8 +51,8 @@ OfflineSweep offline_sweep(const SweepConfig& config, const OfflineProfileOption
     const auto& [k, v] = all_runs.runs[r];
     held_index[r] = static_cast<int>(sweep.runs.size());
     sweep.runs.push_back({uniform_spec(k, "--candidates"), uniform_spec(v, "--candidates"), 0, 0,
-                          k == kOfflineExactSpec ? fmt::format("values at {}", v) : fmt::format("keys at {}", k),
-                          "", std::nullopt});
+                          k == kOfflineExactSpec ? fmt::format("values at {}", v) : fmt::format("keys at {}", k), "",
+                          std::nullopt});
   }
   for (std::size_t c = 0; c < options.candidates.size(); ++c) {
     key_run.push_back(at(held_index, at(all_runs.key_run, c)));
@@ -107,6 +107,60 @@ std::vector<RunCounts> offline_run_counts(const SweepTotals& totals, const Sweep
   return counts;
 }
 
+// Unit index of (layer index, kv head, role) in a layer_head profile of `layers`: keys then values per head.
+class OfflineUnitIndex {
+ public:
+  explicit OfflineUnitIndex(const std::vector<LayerHeads>& layers) {
+    int next = 0;
+    for (const LayerHeads& layer : layers) {
+      first_unit_.push_back(next);
+      next += 2 * layer.kv_heads;
+    }
+  }
+  std::size_t operator()(int layer_index, int head, Role role) const {
+    return static_cast<std::size_t>(at(first_unit_, layer_index) + 2 * head + (role == Role::key ? 0 : 1));
+  }
+
+ private:
+  std::vector<int> first_unit_;
+};
+
+// Adds one work item's shares of `run` (one candidate's run of `role`) to the candidate's measurement of
+// the item's unit, per seed: its attention KL, output error and role's reconstruction error, each over
+// the whole run's; on seed 0 its packed bytes and, when `count_values`, the unit's values.
+void add_item_shares(const ItemTotals& item_totals, const RunSeeds& run_seeds, int run,
+                     const std::vector<RunCounts>& counts, Role role, bool count_values, UnitProfile& entry,
+                     UnitMeasurement& measurement) {
+  const bool keys = role == Role::key;
+  for (int s = 0; s < run_seeds.seeds; ++s) {
+    const int rs = run_seeds.index(run, s);
+    const ItemRunSeedTotals& t = at(item_totals.run_seeds, rs);
+    const RunCounts& count = at(counts, rs);
+    double kl = 0, out_err = 0;
+    for (const AttentionSums& sums : t.attention) {
+      kl += sums[kKl].numerator;
+      out_err += sums[kOutErr].numerator;
+    }
+    const RatioSum& error = t.reconstruction[keys ? kKeyRelMse : kValueRelMse];
+    const auto seed = static_cast<std::size_t>(s);
+    measurement.components[0][seed] += count.kl > 0 ? kl / count.kl : 0.0;
+    measurement.components[1][seed] += count.out_err > 0 ? out_err / count.out_err : 0.0;
+    const double energy = keys ? count.key_energy : count.value_energy;
+    measurement.components[2][seed] += energy > 0 ? error.numerator / energy : 0.0;
+    if (s == 0) {
+      // Packed bits counted by the sweep: 8 x bytes, exact in a double.
+      measurement.bytes += static_cast<std::uint64_t>((keys ? t.key_bits : t.value_bits) / 8);
+      if (count_values) entry.values += static_cast<std::uint64_t>(keys ? t.key_values : t.value_values);
+    }
+  }
+}
+
+// The index of the first candidate whose run of a role is measured (a unit's values are counted from it).
+std::size_t first_held(const std::vector<int>& role_runs) {
+  const auto found = std::find_if(role_runs.begin(), role_runs.end(), [](int run) { return run >= 0; });
+  return static_cast<std::size_t>(found - role_runs.begin());
+}
+
 }  // namespace
 
 Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileOptions& options) {
@@ -117,8 +171,6 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
   }
   const OfflineSweep held = offline_sweep(config, options);
   SweepConfig sweep = held.sweep;
-  const std::vector<int>& key_run = held.key_run;
-  const std::vector<int>& value_run = held.value_run;
   const bool any_run = !sweep.runs.empty();
   sweep.metrics.reconstruction = true;
   sweep.metrics.needle = false;
@@ -141,27 +193,11 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
 
   std::vector<LayerHeads> layers;
   Profile profile = empty_offline_profile(dump, options, plan.config.seeds, layers);
-  const std::size_t seeds = plan.config.seeds.size();
-  const RunSeeds run_seeds{static_cast<int>(plan.runs.size()), static_cast<int>(seeds)};
-  // Unit index of (layer index, kv head, role).
-  std::vector<int> first_unit;
-  int next = 0;
-  for (const LayerHeads& layer : layers) {
-    first_unit.push_back(next);
-    next += 2 * layer.kv_heads;
-  }
-  const auto unit_of = [&](int layer_index, int head, Role role) {
-    return static_cast<std::size_t>(at(first_unit, layer_index) + 2 * head + (role == Role::key ? 0 : 1));
-  };
-
+  const RunSeeds run_seeds{static_cast<int>(plan.runs.size()), static_cast<int>(plan.config.seeds.size())};
+  const OfflineUnitIndex unit_of(layers);
   const SweepItems items(dump);
   const std::vector<RunCounts> counts = offline_run_counts(totals, items, run_seeds);
-  // A unit's values are counted from the first candidate whose run of its role is measured.
-  const auto first_held = [&](const std::vector<int>& role_runs) {
-    const auto found = std::find_if(role_runs.begin(), role_runs.end(), [](int run) { return run >= 0; });
-    return static_cast<std::size_t>(found - role_runs.begin());
-  };
-  const std::size_t first_key = first_held(key_run), first_value = first_held(value_run);
+  const std::size_t first_key = first_held(held.key_run), first_value = first_held(held.value_run);
   for (int i = 0; i < items.count(); ++i) {
     const WorkItem item = items.item(i);
     const ItemTotals& item_totals = at(totals.items, i);
@@ -169,32 +205,11 @@ Profile measure_offline_profile(const SweepConfig& config, const OfflineProfileO
     for (std::size_t c = 0; c < options.candidates.size(); ++c) {
       for (Role role : {Role::key, Role::value}) {
         const bool keys = role == Role::key;
-        const int run = keys ? at(key_run, c) : at(value_run, c);
+        const int run = keys ? at(held.key_run, c) : at(held.value_run, c);
         if (run < 0) continue;
         UnitProfile& entry = profile.units[unit_of(item.layer_index, item.kv_head, role)];
-        UnitMeasurement& measurement = entry.candidates[c];
-        for (std::size_t s = 0; s < seeds; ++s) {
-          const int rs = run_seeds.index(run, static_cast<int>(s));
-          const ItemRunSeedTotals& t = at(item_totals.run_seeds, rs);
-          const RunCounts& count = at(counts, rs);
-          double kl = 0, out_err = 0;
-          for (const AttentionSums& sums : t.attention) {
-            kl += sums[kKl].numerator;
-            out_err += sums[kOutErr].numerator;
-          }
-          const RatioSum& error = t.reconstruction[keys ? kKeyRelMse : kValueRelMse];
-          measurement.components[0][s] += count.kl > 0 ? kl / count.kl : 0.0;
-          measurement.components[1][s] += count.out_err > 0 ? out_err / count.out_err : 0.0;
-          const double energy = keys ? count.key_energy : count.value_energy;
-          measurement.components[2][s] += energy > 0 ? error.numerator / energy : 0.0;
-          if (s == 0) {
-            // Packed bits counted by the sweep: 8 x bytes, exact in a double.
-            measurement.bytes += static_cast<std::uint64_t>((keys ? t.key_bits : t.value_bits) / 8);
-            if (c == (keys ? first_key : first_value)) {
-              entry.values += static_cast<std::uint64_t>(keys ? t.key_values : t.value_values);
-            }
-          }
-        }
+        add_item_shares(item_totals, run_seeds, run, counts, role, c == (keys ? first_key : first_value), entry,
+                        entry.candidates[c]);
       }
     }
   }

@@ -90,12 +90,8 @@ void check_distinct(const JsonReader& list, const std::vector<T>& values, std::s
   }
 }
 
-}  // namespace
-
-// Written by tqlab, read back: every number and every list checked (io/read_back.h).
-Profile profile_from_json(const nlohmann::json& document, const std::string& path, ProfileCells cells) {
-  const JsonReader root(document, path, "", "profile");
-  Profile profile;
+// A profile's header: kind, granularity, content key, source, candidates, seeds, layers, timing.
+void read_profile_header(const JsonReader& root, Profile& profile) {
   const std::string kind = root.at("kind").as_string();
   const std::optional<ProfileKind> parsed_kind = parse_profile_kind(kind);
   if (!parsed_kind) root.at("kind").fail("'{}' is not a profile kind", kind);
@@ -125,55 +121,73 @@ Profile profile_from_json(const nlohmann::json& document, const std::string& pat
       share.fail("{} is a share: expected at most 1", *profile.layers_computed_share);
     }
   }
-  const std::vector<std::string>& names = profile_components(profile.kind);
+}
+
+// One candidate's measurement of `entry`: its bytes and each component's value per seed.
+UnitMeasurement read_measurement(const JsonReader& candidate, const Profile& profile, const UnitProfile& entry,
+                                 bool unmeasured_allowed) {
+  UnitMeasurement measured;
+  measured.bytes = candidate.at("bytes").as_unsigned();
+  // More than 64 bits a value is no quantizer's; 0 bytes would make a candidate free.
+  if ((measured.bytes == 0 && !unmeasured_allowed) || measured.bytes > 8 * entry.values) {
+    candidate.at("bytes").fail("unit {}: {} bytes for {} values; expected 1 to {}", entry.unit.name(), measured.bytes,
+                               entry.values, 8 * entry.values);
+  }
+  const JsonReader components = candidate.at("components");
+  for (const std::string& name : profile_components(profile.kind)) {
+    std::vector<double>& per_seed = measured.components.emplace_back();
+    // A log ratio of perplexities may fall below 0 (the quantized model predicts better); nothing else may.
+    const Sign sign = name == "e2e_ln_ppl_ratio" ? Sign::any : Sign::non_negative;
+    for (const JsonReader& value : components.at(name).elements()) {
+      if (!value.is_number()) value.fail("unit {}: expected a number, got {}", entry.unit.name(), value.type_name());
+      per_seed.push_back(
+          check_read_back_number(value, value.as_number(), sign, fmt::format("unit {}: ", entry.unit.name())));
+    }
+    if (per_seed.size() != profile.seeds.size()) {
+      components.at(name).fail("unit {}: {} values for {} seeds", entry.unit.name(), per_seed.size(),
+                               profile.seeds.size());
+    }
+  }
+  return measured;
+}
+
+// One unit: its layer, head (null for a per-layer profile), role, values and every candidate's measurement.
+UnitProfile read_unit(const JsonReader& unit, const Profile& profile, bool unmeasured_allowed) {
+  UnitProfile entry;
+  entry.unit.layer = static_cast<int>(unit.at("layer").as_integer(0, std::numeric_limits<int>::max()));
+  const JsonReader head = unit.at("head");
+  entry.unit.head = head.value().is_null() ? -1 : static_cast<int>(head.as_integer(0, 1 << 20));
+  if ((entry.unit.head < 0) != (profile.granularity == Granularity::layer)) {
+    head.fail("a {} profile's unit has {}", granularity_name(profile.granularity),
+              entry.unit.head < 0 ? "a head (null here)" : "no head (null)");
+  }
+  const std::string role = unit.at("role").as_string();
+  if (role != "key" && role != "value") unit.at("role").fail("'{}' is not key or value", role);
+  entry.unit.role = role == "key" ? Role::key : Role::value;
+  entry.values = unit.at("values").as_unsigned();
+  if (entry.values == 0 && !unmeasured_allowed) {
+    unit.at("values").fail("unit {} holds 0 values; a unit holds at least one", entry.unit.name());
+  }
+  const std::vector<JsonReader> candidates = unit.at("candidates").elements();
+  if (candidates.size() != profile.candidates.size()) {
+    unit.at("candidates")
+        .fail("unit {}: {} entries for {} candidates", entry.unit.name(), candidates.size(), profile.candidates.size());
+  }
+  for (const JsonReader& candidate : candidates) {
+    entry.candidates.push_back(read_measurement(candidate, profile, entry, unmeasured_allowed));
+  }
+  return entry;
+}
+
+}  // namespace
+
+// Written by tqlab, read back: every number and every list checked (io/read_back.h).
+Profile profile_from_json(const nlohmann::json& document, const std::string& path, ProfileCells cells) {
+  const JsonReader root(document, path, "", "profile");
+  Profile profile;
+  read_profile_header(root, profile);
   for (const JsonReader& unit : root.at("units").elements()) {
-    UnitProfile& entry = profile.units.emplace_back();
-    entry.unit.layer = static_cast<int>(unit.at("layer").as_integer(0, std::numeric_limits<int>::max()));
-    const JsonReader head = unit.at("head");
-    entry.unit.head = head.value().is_null() ? -1 : static_cast<int>(head.as_integer(0, 1 << 20));
-    if ((entry.unit.head < 0) != (profile.granularity == Granularity::layer)) {
-      head.fail("a {} profile's unit has {}", granularity_name(profile.granularity),
-                entry.unit.head < 0 ? "a head (null here)" : "no head (null)");
-    }
-    const std::string role = unit.at("role").as_string();
-    if (role != "key" && role != "value") unit.at("role").fail("'{}' is not key or value", role);
-    entry.unit.role = role == "key" ? Role::key : Role::value;
-    entry.values = unit.at("values").as_unsigned();
-    const bool unmeasured_allowed = cells == ProfileCells::some;
-    if (entry.values == 0 && !unmeasured_allowed) {
-      unit.at("values").fail("unit {} holds 0 values; a unit holds at least one", entry.unit.name());
-    }
-    const std::vector<JsonReader> candidates = unit.at("candidates").elements();
-    if (candidates.size() != profile.candidates.size()) {
-      unit.at("candidates").fail("unit {}: {} entries for {} candidates", entry.unit.name(), candidates.size(),
-                                 profile.candidates.size());
-    }
-    for (const JsonReader& candidate : candidates) {
-      UnitMeasurement& measured = entry.candidates.emplace_back();
-      measured.bytes = candidate.at("bytes").as_unsigned();
-      // More than 64 bits a value is no quantizer's; 0 bytes would make a candidate free.
-      if ((measured.bytes == 0 && !unmeasured_allowed) || measured.bytes > 8 * entry.values) {
-        candidate.at("bytes").fail("unit {}: {} bytes for {} values; expected 1 to {}", entry.unit.name(),
-                                   measured.bytes, entry.values, 8 * entry.values);
-      }
-      const JsonReader components = candidate.at("components");
-      for (const std::string& name : names) {
-        std::vector<double>& per_seed = measured.components.emplace_back();
-        // A log ratio of perplexities may fall below 0 (the quantized model predicts better); nothing else may.
-        const Sign sign = name == "e2e_ln_ppl_ratio" ? Sign::any : Sign::non_negative;
-        for (const JsonReader& value : components.at(name).elements()) {
-          if (!value.is_number()) {
-            value.fail("unit {}: expected a number, got {}", entry.unit.name(), value.type_name());
-          }
-          per_seed.push_back(check_read_back_number(value, value.as_number(), sign,
-                                                    fmt::format("unit {}: ", entry.unit.name())));
-        }
-        if (per_seed.size() != profile.seeds.size()) {
-          components.at(name).fail("unit {}: {} values for {} seeds", entry.unit.name(), per_seed.size(),
-                                   profile.seeds.size());
-        }
-      }
-    }
+    profile.units.push_back(read_unit(unit, profile, cells == ProfileCells::some));
   }
   check_each_once(root.at("units"), unit_names(profile.units), expected_unit_names(profile), "unit");
   return profile;

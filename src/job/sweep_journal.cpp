@@ -137,87 +137,101 @@ std::optional<std::string_view> journal_record(std::string_view line) {
 
 std::string SweepJournal::path_for(const std::string& out) { return out + ".journal"; }
 
-SweepJournal::SweepJournal(std::string path, const JournalIdentity& identity, bool resume, JournalContents& found)
-    : path_(std::move(path)), config_hash_(identity.config_hash) {
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd_ < 0) fail("cannot create the journal '{}': {}", path_, std::strerror(errno));
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+namespace {
+
+// Opens (creating) the journal and locks it for this process: InputError when another sweep holds it.
+int open_locked(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) fail("cannot create the journal '{}': {}", path, std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
-    ::close(fd_);
-    fd_ = -1;
+    ::close(fd);
     if (error == EWOULDBLOCK) {
       fail(
           "the journal '{}' is in use by another tqlab sweep writing the same output: let it finish, or give this "
           "one another --out",
-          path_);
+          path);
     }
-    fail("cannot lock the journal '{}': {}", path_, std::strerror(error));
+    fail("cannot lock the journal '{}': {}", path, std::strerror(error));
   }
+  return fd;
+}
+
+// A record after the header: the data's hash, or a finished unit (kept once; `seen` marks units read).
+void read_body_record(const std::string& path, std::string_view record, int line_number,
+                      const JournalIdentity& identity, std::vector<char>& seen, JournalContents& found) {
+  const std::string where = fmt::format("line {}", line_number);
+  const nlohmann::json value = parse_json_text(record, path, "journal");
+  const JsonReader reader(value, path, where, "journal");
+  if (reader.at("config_hash").as_string() != identity.config_hash) {
+    reader.fail("a record of another config (config hash {}…)", short_hash(reader.at("config_hash").as_string()));
+  }
+  if (const auto sha256 = reader.find("data_sha256")) {
+    found.data_sha256 = sha256->as_string();
+    return;
+  }
+  UnitTotals unit = read_unit_totals(reader.at("unit"));
+  if (unit.unit >= identity.units) reader.fail("unit {} of a sweep of {} units", unit.unit, identity.units);
+  if (at(seen, unit.unit)) {
+    ++found.repeated;
+  } else {
+    at(seen, unit.unit) = 1;
+    found.units.push_back(std::move(unit));
+  }
+}
+
+// Reads a journal's text into `found`; returns the bytes of complete records (and damaged lines)
+// to keep: a torn last line — the record a killed process was writing — is cut off.
+std::size_t read_records(const std::string& path, const std::string& text, const JournalIdentity& identity,
+                         JournalContents& found) {
+  std::vector<char> seen(static_cast<std::size_t>(identity.units));
+  std::size_t keep = 0;
+  std::size_t start = 0;
+  int line_number = 0;
+  while (start < text.size()) {
+    ++line_number;
+    const std::size_t end = text.find('\n', start);
+    const bool complete = end != std::string::npos;
+    const std::string_view line = std::string_view(text).substr(start, (complete ? end : text.size()) - start);
+    const std::size_t next = complete ? end + 1 : text.size();
+    const std::optional<std::string_view> record = complete ? journal_record(line) : std::nullopt;
+    if (!record) {
+      // A torn first line must still look like a journal's header: nothing else is cut off.
+      const bool journal_like = line_number > 1 || line.starts_with(std::string(kPrefix) + "{\"schema\":\"" +
+                                                                    std::string(kJournalSchema) + "\"");
+      if (next >= text.size() && journal_like) {
+        found.torn_tail = 1;
+        break;
+      }
+      if (line_number == 1) check_header(path, line, identity, found);  // names what it is not
+      ++found.damaged;
+    } else if (line_number == 1) {
+      check_header(path, *record, identity, found);
+    } else {
+      read_body_record(path, *record, line_number, identity, seen, found);
+    }
+    keep = next;
+    start = next;
+  }
+  return keep;
+}
+
+}  // namespace
+
+SweepJournal::SweepJournal(std::string path, const JournalIdentity& identity, bool resume, JournalContents& found)
+    : path_(std::move(path)), config_hash_(identity.config_hash) {
+  fd_ = open_locked(path_);
   bool created = false;
   try {
     const std::string text = read_all(fd_, path_);
     created = text.empty();
-    std::size_t keep = 0;  // bytes of complete records (and damaged lines) to keep
-    if (!text.empty()) {
-      if (!resume) {
-        fail(
-            "'{}' holds the finished units of an interrupted sweep: add --resume to go on from them, or remove it "
-            "to start over",
-            path_);
-      }
-      std::vector<char> seen(static_cast<std::size_t>(identity.units));
-      std::size_t start = 0;
-      int line_number = 0;
-      while (start < text.size()) {
-        ++line_number;
-        const std::size_t end = text.find('\n', start);
-        const bool complete = end != std::string::npos;
-        const std::string_view line = std::string_view(text).substr(start, (complete ? end : text.size()) - start);
-        const std::size_t next = complete ? end + 1 : text.size();
-        const bool last = next >= text.size();
-        const std::optional<std::string_view> record = complete ? journal_record(line) : std::nullopt;
-        if (!record) {
-          // A torn last line: the record a killed process was writing (a torn first line must
-          // still look like a journal's header: nothing else is cut off).
-          const bool journal_like = line_number > 1 || line.starts_with(std::string(kPrefix) + "{\"schema\":\"" +
-                                                                        std::string(kJournalSchema) + "\"");
-          if (last && journal_like) {
-            found.torn_tail = 1;
-            break;
-          }
-          if (line_number == 1) check_header(path_, line, identity, found);  // names what it is not
-          ++found.damaged;
-          keep = next;
-          start = next;
-          continue;
-        }
-        if (line_number == 1) {
-          check_header(path_, *record, identity, found);
-        } else {
-          const std::string where = fmt::format("line {}", line_number);
-          const nlohmann::json value = parse_json_text(*record, path_, "journal");
-          const JsonReader reader(value, path_, where, "journal");
-          if (reader.at("config_hash").as_string() != identity.config_hash) {
-            reader.fail("a record of another config (config hash {}…)",
-                        short_hash(reader.at("config_hash").as_string()));
-          }
-          if (const auto sha256 = reader.find("data_sha256")) {
-            found.data_sha256 = sha256->as_string();
-          } else {
-            UnitTotals unit = read_unit_totals(reader.at("unit"));
-            if (unit.unit >= identity.units) reader.fail("unit {} of a sweep of {} units", unit.unit, identity.units);
-            if (at(seen, unit.unit)) {
-              ++found.repeated;
-            } else {
-              at(seen, unit.unit) = 1;
-              found.units.push_back(std::move(unit));
-            }
-          }
-        }
-        keep = next;
-        start = next;
-      }
+    if (!text.empty() && !resume) {
+      fail(
+          "'{}' holds the finished units of an interrupted sweep: add --resume to go on from them, or remove it "
+          "to start over",
+          path_);
     }
+    const std::size_t keep = read_records(path_, text, identity, found);
     if (keep == 0) {
       // A new journal (or one killed before its header was complete): the header first.
       if (::ftruncate(fd_, 0) != 0) fail("cannot write the journal '{}': {}", path_, std::strerror(errno));

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "model/chunking.h"
 #include "io/tensor_stream_writer.h"
+#include "model/chunking.h"
 #include "tqlab_version.h"
 
 namespace tqlab {
@@ -17,8 +17,10 @@ namespace {
 
 std::string rope_scaling_json(const RopeConfig& rope) {
   switch (rope.scaling) {
-    case RopeConfig::Scaling::none: return "null";
-    case RopeConfig::Scaling::linear: return nlohmann::json{{"rope_type", "linear"}, {"factor", rope.factor}}.dump();
+    case RopeConfig::Scaling::none:
+      return "null";
+    case RopeConfig::Scaling::linear:
+      return nlohmann::json{{"rope_type", "linear"}, {"factor", rope.factor}}.dump();
     case RopeConfig::Scaling::llama3:
       return nlohmann::json{{"rope_type", "llama3"},
                             {"factor", rope.factor},
@@ -51,51 +53,58 @@ void to_head_major(int tokens, int heads, int dim, const float* in, float* out) 
   }
 }
 
-KvDumpSummary write_model_kv_dump(const Transformer& model, const std::vector<std::int32_t>& tokens,
-                                  const std::string& path, const KvDumpWriteOptions& options) {
-  const ModelConfig& config = model.config();
-  const int ctx = options.ctx;
-  const int chunks = plan_chunks(config, tokens.size(), options.tokens_path, ctx, options.chunks, options.bos, 1,
-                                 options.names);
-  if (options.dtype != DType::f16 && options.dtype != DType::bf16 && options.dtype != DType::f32) {
-    fail("--dtype {}: a dump stores f16, bf16 or f32", dtype_name(options.dtype));
-  }
-  KvDumpSummary summary;
-  summary.ctx = ctx;
-  summary.chunks = chunks;
-  if (options.layers) {
-    for (int layer : *options.layers) {
-      if (layer < 0 || layer >= config.layers)
-        fail("--layers: the model has layers 0..{}, not {}", config.layers - 1, layer);
-    }
-    summary.layers = *options.layers;
-  } else {
-    for (int layer = 0; layer < config.layers; ++layer) summary.layers.push_back(layer);
-  }
-  const int dim = config.head_dim;
+namespace {
 
-  // Tensors in the order dump_kv.py writes them: per layer q, k, v; then the ids (and logits).
+// The layers to write: options.layers (each checked against the model) or every layer.
+std::vector<int> dumped_layers(const ModelConfig& config, const KvDumpWriteOptions& options) {
+  if (!options.layers) {
+    std::vector<int> layers;
+    for (int layer = 0; layer < config.layers; ++layer) layers.push_back(layer);
+    return layers;
+  }
+  for (int layer : *options.layers) {
+    if (layer < 0 || layer >= config.layers)
+      fail("--layers: the model has layers 0..{}, not {}", config.layers - 1, layer);
+  }
+  return *options.layers;
+}
+
+// The dump's tensors, in the order tools/dump_kv.py writes them: per layer q, k, v; then the ids (and logits).
+struct DumpTensors {
   std::vector<TensorToWrite> tensors;
   std::map<int, std::size_t> first_of_layer;  // layer -> index of its q tensor
-  for (int layer : summary.layers) {
-    first_of_layer[layer] = tensors.size();
-    tensors.push_back({fmt::format("layers.{}.q", layer), options.dtype, {chunks, config.q_heads, ctx, dim}, {}});
-    tensors.push_back({fmt::format("layers.{}.k", layer), options.dtype, {chunks, config.kv_heads, ctx, dim}, {}});
-    tensors.push_back({fmt::format("layers.{}.v", layer), options.dtype, {chunks, config.kv_heads, ctx, dim}, {}});
-  }
-  const std::size_t ids_tensor = tensors.size();
-  tensors.push_back({"input_ids", DType::i64, {chunks, ctx}, {}});
-  const std::size_t logits_tensor = tensors.size();
-  if (options.logits) tensors.push_back({"logits", DType::f32, {chunks, ctx, config.vocab_size}, {}});
+  std::size_t ids = 0, logits = 0;            // indices of input_ids and logits
+};
 
+DumpTensors dump_tensors(const ModelConfig& config, const KvDumpSummary& summary, const KvDumpWriteOptions& options) {
+  const int chunks = summary.chunks, ctx = summary.ctx, dim = config.head_dim;
+  DumpTensors out;
+  for (int layer : summary.layers) {
+    out.first_of_layer[layer] = out.tensors.size();
+    out.tensors.push_back({fmt::format("layers.{}.q", layer), options.dtype, {chunks, config.q_heads, ctx, dim}, {}});
+    out.tensors.push_back({fmt::format("layers.{}.k", layer), options.dtype, {chunks, config.kv_heads, ctx, dim}, {}});
+    out.tensors.push_back({fmt::format("layers.{}.v", layer), options.dtype, {chunks, config.kv_heads, ctx, dim}, {}});
+  }
+  out.ids = out.tensors.size();
+  out.tensors.push_back({"input_ids", DType::i64, {chunks, ctx}, {}});
+  out.logits = out.tensors.size();
+  if (options.logits) out.tensors.push_back({"logits", DType::f32, {chunks, ctx, config.vocab_size}, {}});
+  return out;
+}
+
+// The metadata a KV dump carries (docs/DUMPING.md): its layout and templates, the model's
+// attention shape and RoPE, and where the dump came from.
+std::map<std::string, std::string> dump_metadata(const ModelConfig& config, const KvDumpSummary& summary,
+                                                 const KvDumpWriteOptions& options) {
+  const int dim = config.head_dim;
   std::map<std::string, std::string> metadata{
       {"layout", "seq head token dim"},
       {"keys", "layers.{layer}.k"},
       {"values", "layers.{layer}.v"},
       {"queries", "layers.{layer}.q"},
       {"layers", std::to_string(summary.layers.size())},
-      {"batch", std::to_string(chunks)},
-      {"tokens", std::to_string(ctx)},
+      {"batch", std::to_string(summary.chunks)},
+      {"tokens", std::to_string(summary.ctx)},
       {"kv_heads", std::to_string(config.kv_heads)},
       {"q_heads", std::to_string(config.q_heads)},
       {"key_dim", std::to_string(dim)},
@@ -110,13 +119,33 @@ KvDumpSummary write_model_kv_dump(const Transformer& model, const std::vector<st
       {"dtype", std::string(dtype_name(options.dtype))},
       {"text", options.tokens_path},
       {"tokens_sha256", options.tokens_sha256},
-      {"ctx", std::to_string(ctx)},
+      {"ctx", std::to_string(summary.ctx)},
       {"bos", options.bos ? "true" : "false"},
       {"tqlab.version", TQLAB_VERSION},
       {"tqlab.git_commit", TQLAB_GIT_COMMIT},
   };
   if (!options.tokenizer_sha256.empty()) metadata["tokenizer_sha256"] = options.tokenizer_sha256;
-  TensorStreamWriter writer(path, tensors, metadata, Durability::page_cache);
+  return metadata;
+}
+
+}  // namespace
+
+KvDumpSummary write_model_kv_dump(const Transformer& model, const std::vector<std::int32_t>& tokens,
+                                  const std::string& path, const KvDumpWriteOptions& options) {
+  const ModelConfig& config = model.config();
+  const int ctx = options.ctx;
+  const int chunks =
+      plan_chunks(config, tokens.size(), options.tokens_path, ctx, options.chunks, options.bos, 1, options.names);
+  if (options.dtype != DType::f16 && options.dtype != DType::bf16 && options.dtype != DType::f32) {
+    fail("--dtype {}: a dump stores f16, bf16 or f32", dtype_name(options.dtype));
+  }
+  KvDumpSummary summary;
+  summary.ctx = ctx;
+  summary.chunks = chunks;
+  summary.layers = dumped_layers(config, options);
+  const int dim = config.head_dim;
+  const DumpTensors layout = dump_tensors(config, summary, options);
+  TensorStreamWriter writer(path, layout.tensors, dump_metadata(config, summary, options), Durability::page_cache);
 
   Workers workers(options.threads);
   ForwardWorkspace workspace;
@@ -130,8 +159,8 @@ KvDumpSummary write_model_kv_dump(const Transformer& model, const std::vector<st
     if (options.bos) ids[0] = static_cast<std::int32_t>(*config.bos_token_id);
     ForwardOptions forward_options;
     forward_options.on_qkv = [&](int layer, const float* q, const float* k, const float* v) {
-      const auto at = first_of_layer.find(layer);
-      if (at == first_of_layer.end()) return;
+      const auto at = layout.first_of_layer.find(layer);
+      if (at == layout.first_of_layer.end()) return;
       const std::pair<const float*, int> roles[] = {{q, config.q_heads}, {k, config.kv_heads}, {v, config.kv_heads}};
       for (std::size_t r = 0; r < 3; ++r) {
         const auto [data, heads] = roles[r];
@@ -146,16 +175,16 @@ KvDumpSummary write_model_kv_dump(const Transformer& model, const std::vector<st
     std::vector<std::int64_t> wide(ids.begin(), ids.end());
     std::vector<std::byte> id_bytes(wide.size() * sizeof(std::int64_t));
     std::memcpy(id_bytes.data(), wide.data(), id_bytes.size());
-    writer.write(ids_tensor, static_cast<std::uint64_t>(chunk) * id_bytes.size(), id_bytes);
+    writer.write(layout.ids, static_cast<std::uint64_t>(chunk) * id_bytes.size(), id_bytes);
     if (options.logits) {
       output_logits(model, ctx, hidden.data(), logits.data(), workers);
       const std::vector<std::byte> bytes = encode_floats(logits, DType::f32);
-      writer.write(logits_tensor, static_cast<std::uint64_t>(chunk) * bytes.size(), bytes);
+      writer.write(layout.logits, static_cast<std::uint64_t>(chunk) * bytes.size(), bytes);
     }
     if (options.on_chunk) options.on_chunk(chunk + 1, chunks);
   }
   writer.commit();
-  for (std::size_t i = 0; i < tensors.size(); ++i) summary.bytes += writer.tensor_bytes(i);
+  for (std::size_t i = 0; i < layout.tensors.size(); ++i) summary.bytes += writer.tensor_bytes(i);
   return summary;
 }
 

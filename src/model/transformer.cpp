@@ -53,6 +53,125 @@ Transformer::Transformer(const WeightSource& source) : source_(&source) {
   }
 }
 
+namespace {
+
+// Sizes the workspace's buffers for a chunk of n tokens (growing, never shrinking).
+void size_workspace(const ModelConfig& config, int n, const ForwardOptions& options, ForwardWorkspace& ws) {
+  const int dim = config.head_dim;
+  const std::int64_t q_width = static_cast<std::int64_t>(config.q_heads) * dim;
+  const std::int64_t kv_width = static_cast<std::int64_t>(config.kv_heads) * dim;
+  if (ws.rope.tokens < n) ws.rope = make_rope_table(config.rope, dim, n);
+  for (auto* buffer : {&ws.x, &ws.h}) resize(*buffer, n, config.hidden_size);
+  for (auto* buffer : {&ws.q, &ws.attention}) resize(*buffer, n, q_width);
+  for (auto* buffer : {&ws.k, &ws.v}) resize(*buffer, n, kv_width);
+  if (options.cache != nullptr) {
+    for (auto* buffer : {&ws.k_cache, &ws.v_cache}) resize(*buffer, n, kv_width);
+  }
+  for (auto* buffer : {&ws.gate, &ws.up}) resize(*buffer, n, config.intermediate_size);
+}
+
+// ws.x = the first layer's input: options.first_input, or the tokens' embedding rows (converted one at a time).
+void load_first_input(const Transformer& model, std::span<const std::int32_t> tokens, const ForwardOptions& options,
+                      ForwardWorkspace& ws, Workers& workers) {
+  const ModelConfig& config = model.config();
+  const int n = static_cast<int>(tokens.size());
+  const int hidden = config.hidden_size;
+  if (options.first_layer < 0 || options.first_layer >= config.layers ||
+      (options.first_layer > 0) != (options.first_input != nullptr)) {
+    throw InternalError(fmt::format("forward: first_layer {} of {} layers, with{} first_input", options.first_layer,
+                                    config.layers, options.first_input ? "" : "out"));
+  }
+  if (options.first_input != nullptr) {
+    std::memcpy(ws.x.data(), options.first_input, static_cast<std::size_t>(n) * hidden * sizeof(float));
+    return;
+  }
+  std::vector<float>& row_buffer = workers.floats(0, WorkerBuffer::rows);
+  for (int t = 0; t < n; ++t) {
+    const std::int32_t id = tokens[static_cast<std::size_t>(t)];
+    if (id < 0 || id >= config.vocab_size) {
+      throw InternalError(fmt::format("forward: token id {} outside the vocabulary of {}", id, config.vocab_size));
+    }
+    const float* row = model.embedding().rows_as_float(id, 1, row_buffer);
+    std::memcpy(ws.x.data() + static_cast<std::ptrdiff_t>(t) * hidden, row,
+                static_cast<std::size_t>(hidden) * sizeof(float));
+  }
+}
+
+// ws.q, ws.k, ws.v = one layer's queries, keys and values of the normalized input ws.h, after
+// q/k norms and RoPE.
+void project_qkv(const ModelConfig& config, const LayerWeights& w, int n, ForwardWorkspace& ws, Workers& workers) {
+  const int dim = config.head_dim;
+  const std::int64_t q_width = static_cast<std::int64_t>(config.q_heads) * dim;
+  const std::int64_t kv_width = static_cast<std::int64_t>(config.kv_heads) * dim;
+  linear(n, ws.h.data(), w.q, bias_or_null(w.q_bias), ws.q.data(), q_width, workers);
+  linear(n, ws.h.data(), w.k, bias_or_null(w.k_bias), ws.k.data(), kv_width, workers);
+  linear(n, ws.h.data(), w.v, bias_or_null(w.v_bias), ws.v.data(), kv_width, workers);
+  if (config.qk_norm) {
+    // Each head's vector normalized over head_dim: rows of dim floats, back to back.
+    rms_norm(n * config.q_heads, dim, dim, ws.q.data(), w.q_norm.data(), config.rms_norm_eps, ws.q.data());
+    rms_norm(n * config.kv_heads, dim, dim, ws.k.data(), w.k_norm.data(), config.rms_norm_eps, ws.k.data());
+  }
+  apply_rope(ws.rope, n, config.q_heads, dim, q_width, ws.q.data());
+  apply_rope(ws.rope, n, config.kv_heads, dim, kv_width, ws.k.data());
+}
+
+// ws.attention = layer `layer`'s causal attention of ws.q over ws.k, ws.v as options.cache
+// stores them: exact (no cache), tqlab's decoded cache, or an engine's own attention.
+void attend(const ModelConfig& config, int layer, int n, const ForwardOptions& options, ForwardWorkspace& ws,
+            Workers& workers) {
+  const int dim = config.head_dim;
+  const std::int64_t q_width = static_cast<std::int64_t>(config.q_heads) * dim;
+  const std::int64_t kv_width = static_cast<std::int64_t>(config.kv_heads) * dim;
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
+  if (options.cache != nullptr && options.cache->engine != nullptr) {
+    // The engine's own attention over its own cache (engine/engine.h).
+    EngineAttentionInput input{
+        n,           config.q_heads, config.kv_heads,       dim, scale, ws.q.data(), q_width, ws.k.data(),
+        ws.v.data(), kv_width,       options.cache->prefill};
+    const auto l = static_cast<std::size_t>(layer);
+    KvCacheBytes& bytes = *options.bytes;
+    options.cache->engine->attend(input, ws.attention.data(), bytes.key[l], bytes.value[l]);
+    const auto values = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(kv_width);
+    bytes.key_values[l] += values;
+    bytes.value_values[l] += values;
+    return;
+  }
+  AttentionInput attention;
+  attention.tokens = n;
+  attention.q_heads = config.q_heads;
+  attention.kv_heads = config.kv_heads;
+  attention.head_dim = dim;
+  attention.scale = scale;
+  attention.q = ws.q.data();
+  attention.q_stride = q_width;
+  attention.k = attention.k_cache = ws.k.data();
+  attention.v = attention.v_cache = ws.v.data();
+  attention.kv_stride = kv_width;
+  if (options.cache != nullptr) {
+    fill_layer_cache(*options.cache, layer, n, config.kv_heads, dim, kv_width, ws.k.data(), ws.v.data(),
+                     ws.k_cache.data(), ws.v_cache.data(), *options.bytes, options.where, workers);
+    attention.k_cache = ws.k_cache.data();
+    attention.v_cache = ws.v_cache.data();
+    if (options.cache->exact.mode == WindowMode::recent) attention.recent_window = options.cache->exact.window;
+    attention.prefill = options.cache->prefill;
+  }
+  causal_attention(attention, ws.attention.data(), workers);
+}
+
+// ws.x += the gated MLP of rms_norm(ws.x).
+void add_mlp(const ModelConfig& config, const LayerWeights& w, int n, ForwardWorkspace& ws, Workers& workers) {
+  const int hidden = config.hidden_size;
+  const int inner = config.intermediate_size;
+  rms_norm(n, hidden, hidden, ws.x.data(), w.post_norm.data(), config.rms_norm_eps, ws.h.data());
+  linear(n, ws.h.data(), w.gate, bias_or_null(w.gate_bias), ws.gate.data(), inner, workers);
+  linear(n, ws.h.data(), w.up, bias_or_null(w.up_bias), ws.up.data(), inner, workers);
+  silu_multiply(static_cast<std::int64_t>(n) * inner, ws.gate.data(), ws.up.data(), workers);
+  linear(n, ws.gate.data(), w.down, bias_or_null(w.down_bias), ws.h.data(), hidden, workers);
+  add_in_place(static_cast<std::int64_t>(n) * hidden, ws.x.data(), ws.h.data());
+}
+
+}  // namespace
+
 void forward(const Transformer& model, std::span<const std::int32_t> tokens, const ForwardOptions& options,
              ForwardWorkspace& ws, Workers& workers, float* hidden_out) {
   const ModelConfig& config = model.config();
@@ -61,98 +180,18 @@ void forward(const Transformer& model, std::span<const std::int32_t> tokens, con
     throw InternalError(fmt::format("forward: first_output {} outside a chunk of {} tokens", options.first_output, n));
   }
   const int hidden = config.hidden_size;
-  const int dim = config.head_dim;
-  const std::int64_t q_width = static_cast<std::int64_t>(config.q_heads) * dim;
-  const std::int64_t kv_width = static_cast<std::int64_t>(config.kv_heads) * dim;
-  const int inner = config.intermediate_size;
-  if (ws.rope.tokens < n) ws.rope = make_rope_table(config.rope, dim, n);
-  for (auto* buffer : {&ws.x, &ws.h}) resize(*buffer, n, hidden);
-  for (auto* buffer : {&ws.q, &ws.attention}) resize(*buffer, n, q_width);
-  for (auto* buffer : {&ws.k, &ws.v}) resize(*buffer, n, kv_width);
-  if (options.cache != nullptr) {
-    for (auto* buffer : {&ws.k_cache, &ws.v_cache}) resize(*buffer, n, kv_width);
-  }
-  for (auto* buffer : {&ws.gate, &ws.up}) resize(*buffer, n, inner);
-
-  if (options.first_layer < 0 || options.first_layer >= config.layers ||
-      (options.first_layer > 0) != (options.first_input != nullptr)) {
-    throw InternalError(fmt::format("forward: first_layer {} of {} layers, with{} first_input", options.first_layer,
-                                    config.layers, options.first_input ? "" : "out"));
-  }
-  if (options.first_input != nullptr) {
-    std::memcpy(ws.x.data(), options.first_input, static_cast<std::size_t>(n) * hidden * sizeof(float));
-  } else {
-    // Embedding rows, converted one at a time.
-    std::vector<float>& row_buffer = workers.floats(0, WorkerBuffer::rows);
-    for (int t = 0; t < n; ++t) {
-      const std::int32_t id = tokens[static_cast<std::size_t>(t)];
-      if (id < 0 || id >= config.vocab_size) {
-        throw InternalError(fmt::format("forward: token id {} outside the vocabulary of {}", id, config.vocab_size));
-      }
-      const float* row = model.embedding().rows_as_float(id, 1, row_buffer);
-      std::memcpy(ws.x.data() + static_cast<std::ptrdiff_t>(t) * hidden, row,
-                  static_cast<std::size_t>(hidden) * sizeof(float));
-    }
-  }
-
-  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
+  size_workspace(config, n, options, ws);
+  load_first_input(model, tokens, options, ws, workers);
   for (int layer = options.first_layer; layer < config.layers; ++layer) {
     const LayerWeights& w = model.layers()[static_cast<std::size_t>(layer)];
     if (options.on_layer_input) options.on_layer_input(layer, ws.x.data());
     rms_norm(n, hidden, hidden, ws.x.data(), w.input_norm.data(), config.rms_norm_eps, ws.h.data());
-    linear(n, ws.h.data(), w.q, bias_or_null(w.q_bias), ws.q.data(), q_width, workers);
-    linear(n, ws.h.data(), w.k, bias_or_null(w.k_bias), ws.k.data(), kv_width, workers);
-    linear(n, ws.h.data(), w.v, bias_or_null(w.v_bias), ws.v.data(), kv_width, workers);
-    if (config.qk_norm) {
-      // Each head's vector normalized over head_dim: rows of dim floats, back to back.
-      rms_norm(n * config.q_heads, dim, dim, ws.q.data(), w.q_norm.data(), config.rms_norm_eps, ws.q.data());
-      rms_norm(n * config.kv_heads, dim, dim, ws.k.data(), w.k_norm.data(), config.rms_norm_eps, ws.k.data());
-    }
-    apply_rope(ws.rope, n, config.q_heads, dim, q_width, ws.q.data());
-    apply_rope(ws.rope, n, config.kv_heads, dim, kv_width, ws.k.data());
+    project_qkv(config, w, n, ws, workers);
     if (options.on_qkv) options.on_qkv(layer, ws.q.data(), ws.k.data(), ws.v.data());
-
-    AttentionInput attention;
-    attention.tokens = n;
-    attention.q_heads = config.q_heads;
-    attention.kv_heads = config.kv_heads;
-    attention.head_dim = dim;
-    attention.scale = scale;
-    attention.q = ws.q.data();
-    attention.q_stride = q_width;
-    attention.k = attention.k_cache = ws.k.data();
-    attention.v = attention.v_cache = ws.v.data();
-    attention.kv_stride = kv_width;
-    if (options.cache != nullptr && options.cache->engine != nullptr) {
-      // The engine's own attention over its own cache (engine/engine.h).
-      EngineAttentionInput input{n, config.q_heads, config.kv_heads, dim, scale, ws.q.data(), q_width,
-                                 ws.k.data(), ws.v.data(), kv_width, options.cache->prefill};
-      const auto l = static_cast<std::size_t>(layer);
-      KvCacheBytes& bytes = *options.bytes;
-      options.cache->engine->attend(input, ws.attention.data(), bytes.key[l], bytes.value[l]);
-      const auto values = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(kv_width);
-      bytes.key_values[l] += values;
-      bytes.value_values[l] += values;
-    } else {
-    if (options.cache != nullptr) {
-      fill_layer_cache(*options.cache, layer, n, config.kv_heads, dim, kv_width, ws.k.data(), ws.v.data(),
-                       ws.k_cache.data(), ws.v_cache.data(), *options.bytes, options.where, workers);
-      attention.k_cache = ws.k_cache.data();
-      attention.v_cache = ws.v_cache.data();
-      if (options.cache->exact.mode == WindowMode::recent) attention.recent_window = options.cache->exact.window;
-      attention.prefill = options.cache->prefill;
-    }
-    causal_attention(attention, ws.attention.data(), workers);
-    }
+    attend(config, layer, n, options, ws, workers);
     linear(n, ws.attention.data(), w.o, bias_or_null(w.o_bias), ws.h.data(), hidden, workers);
     add_in_place(static_cast<std::int64_t>(n) * hidden, ws.x.data(), ws.h.data());
-
-    rms_norm(n, hidden, hidden, ws.x.data(), w.post_norm.data(), config.rms_norm_eps, ws.h.data());
-    linear(n, ws.h.data(), w.gate, bias_or_null(w.gate_bias), ws.gate.data(), inner, workers);
-    linear(n, ws.h.data(), w.up, bias_or_null(w.up_bias), ws.up.data(), inner, workers);
-    silu_multiply(static_cast<std::int64_t>(n) * inner, ws.gate.data(), ws.up.data(), workers);
-    linear(n, ws.gate.data(), w.down, bias_or_null(w.down_bias), ws.h.data(), hidden, workers);
-    add_in_place(static_cast<std::int64_t>(n) * hidden, ws.x.data(), ws.h.data());
+    add_mlp(config, w, n, ws, workers);
   }
   const int rows = n - options.first_output;
   rms_norm(rows, hidden, hidden, ws.x.data() + static_cast<std::ptrdiff_t>(options.first_output) * hidden,
