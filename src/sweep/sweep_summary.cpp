@@ -1,6 +1,9 @@
 #include "sweep/sweep_summary.h"
 
 #include <cmath>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -16,10 +19,10 @@ constexpr int kAllLayers = -1;
 
 // One (run, seed)'s totals added up per cluster, per layer and per trial, in item order.
 struct ClusterTotals {
-  std::vector<ReconstructionSums> reconstruction;        // per (layer, kv head) cluster
-  std::vector<AttentionSums> attention;                  // per (layer, q head) unit
-  std::vector<std::vector<RatioSum>> needle;             // per cluster: [2 * margin + (0 top1, 1 ratio)]
-  std::vector<RatioSum> synthetic_weight, synthetic_error;  // per synthetic trial
+  std::vector<ReconstructionSums> reconstruction;            // per (layer, kv head) cluster
+  std::vector<AttentionSums> attention;                      // per (layer, q head) unit
+  std::vector<std::vector<RatioSum>> needle;                 // per cluster: [2 * margin + (0 top1, 1 ratio)]
+  std::vector<RatioSum> synthetic_weight, synthetic_error;   // per synthetic trial
   std::vector<double> key_bits, value_bits, effective_bits;  // per layer index: bits
   std::vector<double> key_values, value_values;              // per layer index: values
 };
@@ -136,7 +139,10 @@ RunBits bits_of(double key_bits, double value_bits, double key_values, double va
 class Summarizer {
  public:
   Summarizer(const SweepPlan& plan, const SweepTotals& totals)
-      : plan_(plan), dump_(*plan.dump), totals_(totals), items_(dump_),
+      : plan_(plan),
+        dump_(*plan.dump),
+        totals_(totals),
+        items_(dump_),
         run_seeds_{static_cast<int>(plan.runs.size()), static_cast<int>(plan.config.seeds.size())},
         layers_(static_cast<int>(dump_.layers().size())) {
     for (int rs = 0; rs < run_seeds_.count(); ++rs) clusters_.push_back(add_up(plan, items_, totals, rs));
@@ -192,123 +198,146 @@ class Summarizer {
     return layer_clusters(layer, [&](int li, int head) { return needle_unit(rs, index, li, head); });
   }
 
+  // One run's summary being built: the run, its first (run, seed) index, the result.
+  struct RunScope {
+    int run = 0;
+    int first = 0;
+    RunResult& result;
+  };
+  using PerHeadTable = std::vector<std::vector<std::optional<double>>>;
+
   RunResult summarize_run(int run) const {
-    const MetricsConfig& metrics = plan_.config.metrics;
-    const int seeds = run_seeds_.seeds;
     RunResult result;
     result.run = &at(plan_.runs, run);
-    const int first = run_seeds_.index(run, 0);
-    const auto seeds_of = [&](const auto& clusters_of_seed) {
-      std::vector<std::vector<RatioSum>> per_seed;
-      for (int s = 0; s < seeds; ++s) per_seed.push_back(clusters_of_seed(first + s));
-      return per_seed;
-    };
-    // One metric: the run's summary, its per-layer seed means, and per head when asked.
-    const auto add = [&](const std::string& name, const auto& clusters_of, bool root, auto per_head) {
-      result.metrics.emplace_back(
-          name, summarize_clusters(seeds_of([&](int rs) { return clusters_of(rs, kAllLayers); }), root));
-      std::vector<std::optional<double>> by_layer;
-      for (int li = 0; li < layers_; ++li) {
-        by_layer.push_back(summarize_clusters(seeds_of([&](int rs) { return clusters_of(rs, li); }), root).mean);
-      }
-      result.per_layer.emplace_back(name, std::move(by_layer));
-      if (metrics.per_head) result.per_head.emplace_back(name, per_head(root));
-    };
-    const auto add_null = [&](const std::string& name) {
-      result.metrics.emplace_back(name, null_summary(seeds));
-      result.per_layer.emplace_back(name, std::vector<std::optional<double>>(static_cast<std::size_t>(layers_)));
-    };
-    // Per head: one value per (layer, head), the seed mean of that unit's ratio.
-    const auto heads_of = [&](const auto& unit_sum, bool q_heads) {
-      return [&, q_heads](bool root) {
-        std::vector<std::vector<std::optional<double>>> table;
-        for (int li = 0; li < layers_; ++li) {
-          const KvLayerShape& shape = at(dump_.layers(), li);
-          std::vector<std::optional<double>>& row = table.emplace_back();
-          for (int head = 0; head < (q_heads ? shape.q_heads : shape.kv_heads); ++head) {
-            row.push_back(summarize_clusters(
-                              seeds_of([&](int rs) { return std::vector<RatioSum>{unit_sum(rs, li, head)}; }), root)
-                              .mean);
-          }
-        }
-        return table;
-      };
-    };
+    RunScope scope{run, run_seeds_.index(run, 0), result};
+    const MetricsConfig& metrics = plan_.config.metrics;
+    if (metrics.reconstruction) add_reconstruction(scope);
+    if (metrics.attention) add_attention(scope);
+    if (metrics.needle && metrics.needle_options.trials > 0) add_needles(scope);
+    if (metrics.needle && metrics.needle_options.synth_trials > 0) add_synthetic_needles(scope);
+    add_bits(scope);
+    return result;
+  }
 
-    if (metrics.reconstruction) {
-      const char* names[] = {"k_rel_mse", "v_rel_mse", "k_nmse", "v_nmse", "k_cos", "v_cos"};
-      for (int sum = 0; sum < kReconstructionSums; ++sum) {
-        add(names[sum], [&](int rs, int layer) { return reconstruction(rs, sum, layer); }, false,
-            heads_of([&](int rs, int li, int head) { return reconstruction_unit(rs, sum, li, head); }, false));
+  // clusters_of_seed(rs) for each seed of the run, in seed order.
+  template <typename ClustersOfSeed>
+  std::vector<std::vector<RatioSum>> seeds_of(const RunScope& scope, const ClustersOfSeed& clusters_of_seed) const {
+    std::vector<std::vector<RatioSum>> per_seed;
+    for (int s = 0; s < run_seeds_.seeds; ++s) per_seed.push_back(clusters_of_seed(scope.first + s));
+    return per_seed;
+  }
+
+  // One metric: the run's summary over clusters_of(rs, kAllLayers), its per-layer seed means,
+  // and, when asked, per head the seed mean of unit_sum(rs, layer, head) over kv or q heads.
+  template <typename ClustersOf, typename UnitSum>
+  void add_metric(RunScope& scope, std::string_view name, const ClustersOf& clusters_of, const UnitSum& unit_sum,
+                  bool q_heads, bool root) const {
+    RunResult& result = scope.result;
+    result.metrics.emplace_back(
+        std::string(name),
+        summarize_clusters(seeds_of(scope, [&](int rs) { return clusters_of(rs, kAllLayers); }), root));
+    std::vector<std::optional<double>> by_layer;
+    for (int li = 0; li < layers_; ++li) {
+      by_layer.push_back(summarize_clusters(seeds_of(scope, [&](int rs) { return clusters_of(rs, li); }), root).mean);
+    }
+    result.per_layer.emplace_back(std::string(name), std::move(by_layer));
+    if (plan_.config.metrics.per_head) {
+      result.per_head.emplace_back(std::string(name), per_head_table(scope, unit_sum, q_heads, root));
+    }
+  }
+
+  template <typename UnitSum>
+  PerHeadTable per_head_table(const RunScope& scope, const UnitSum& unit_sum, bool q_heads, bool root) const {
+    PerHeadTable table;
+    for (int li = 0; li < layers_; ++li) {
+      const KvLayerShape& shape = at(dump_.layers(), li);
+      std::vector<std::optional<double>>& row = table.emplace_back();
+      for (int head = 0; head < (q_heads ? shape.q_heads : shape.kv_heads); ++head) {
+        const auto unit = [&](int rs) { return std::vector<RatioSum>{unit_sum(rs, li, head)}; };
+        row.push_back(summarize_clusters(seeds_of(scope, unit), root).mean);
       }
     }
-    if (metrics.attention) {
-      const std::pair<const char*, int> named[] = {
-          {"attn_kl", kKl},          {"attn_top1", kTop1},          {"attn_top5", kTop5},
-          {"attn_cos", kCos},        {"attn_out_rel_err", kOutErr}, {"ip_bias", kIpBias},
-          {"ip_rmse", kIpMeanSquare}};
-      for (const auto& entry : named) {
-        // Not a structured binding: clang before 16 (the fuzz build's clang 14) cannot capture one.
-        const char* const name = entry.first;
-        const int sum = entry.second;
-        if (!plan_.attention) {
-          add_null(name);
-          if (std::string(name) == "attn_kl") add_null("attn_kl_p95");
+    return table;
+  }
+
+  // A metric this sweep could not measure: null for every seed and layer.
+  void add_null(RunScope& scope, std::string_view name) const {
+    scope.result.metrics.emplace_back(std::string(name), null_summary(run_seeds_.seeds));
+    scope.result.per_layer.emplace_back(std::string(name),
+                                        std::vector<std::optional<double>>(static_cast<std::size_t>(layers_)));
+  }
+
+  void add_reconstruction(RunScope& scope) const {
+    for (const auto& row : kReconstructionMetricNames.rows()) {
+      const int sum = row.value;
+      add_metric(
+          scope, row.name, [&](int rs, int layer) { return reconstruction(rs, sum, layer); },
+          [&](int rs, int li, int head) { return reconstruction_unit(rs, sum, li, head); }, false, false);
+    }
+  }
+
+  void add_attention(RunScope& scope) const {
+    for (const auto& row : kAttentionMetricNames.rows()) {
+      const int sum = row.value;
+      if (!plan_.attention) {
+        add_null(scope, row.name);
+        if (sum == kKl) add_null(scope, "attn_kl_p95");
+        continue;
+      }
+      add_metric(
+          scope, row.name, [&](int rs, int layer) { return attention(rs, sum, layer); },
+          [&](int rs, int li, int head) { return attention_unit(rs, sum, li, head); }, true, sum == kIpMeanSquare);
+      if (sum == kKl) add_kl_tails(scope.run, scope.result);
+    }
+  }
+
+  void add_needles(RunScope& scope) const {
+    const std::vector<double>& margins = plan_.config.metrics.needle_options.margins;
+    for (int m = 0; m < static_cast<int>(margins.size()); ++m) {
+      for (int kind = 0; kind < 2; ++kind) {
+        const std::string name =
+            fmt::format("{}@{}", kind == 0 ? "needle_top1" : "needle_weight_ratio", at(margins, m));
+        if (!plan_.needle || plan_.needle_trials.empty()) {
+          add_null(scope, name);
           continue;
         }
-        const bool root = sum == kIpMeanSquare;
-        add(name, [&, sum](int rs, int layer) { return attention(rs, sum, layer); }, root,
-            heads_of([&, sum](int rs, int li, int head) { return attention_unit(rs, sum, li, head); }, true));
-        if (sum == kKl) add_kl_tails(run, result);
+        const int index = 2 * m + kind;
+        add_metric(
+            scope, name, [&](int rs, int layer) { return needle(rs, index, layer); },
+            [&](int rs, int li, int head) { return needle_unit(rs, index, li, head); }, false, false);
       }
     }
-    if (metrics.needle) {
-      const std::vector<double>& margins = metrics.needle_options.margins;
-      if (metrics.needle_options.trials > 0) {
-        for (int m = 0; m < static_cast<int>(margins.size()); ++m) {
-          for (int kind = 0; kind < 2; ++kind) {
-            const std::string name =
-                fmt::format("{}@{}", kind == 0 ? "needle_top1" : "needle_weight_ratio", at(margins, m));
-            if (!plan_.needle || plan_.needle_trials.empty()) {
-              add_null(name);
-              continue;
-            }
-            const int index = 2 * m + kind;
-            add(name, [&, index](int rs, int layer) { return needle(rs, index, layer); }, false,
-                heads_of([&, index](int rs, int li, int head) { return needle_unit(rs, index, li, head); }, false));
-          }
-        }
-      }
-      if (metrics.needle_options.synth_trials > 0) {
-        for (int kind = 0; kind < 2; ++kind) {
-          const char* name = kind == 0 ? "needle_synth_weight" : "needle_synth_out_err";
-          if (result.run->synthetic_needle_quantizer < 0) {
-            result.metrics.emplace_back(name, null_summary(seeds));
-            continue;
-          }
-          result.metrics.emplace_back(name, summarize_clusters(seeds_of([&](int rs) {
-                                        const ClusterTotals& totals = at(clusters_, rs);
-                                        return kind == 0 ? totals.synthetic_weight : totals.synthetic_error;
-                                      }),
-                                                               false));
-        }
-      }
-    }
+  }
 
-    // Bits, from the first seed (packed sizes do not depend on the seed).
-    const ClusterTotals& bits = at(clusters_, first);
+  void add_synthetic_needles(RunScope& scope) const {
+    for (int kind = 0; kind < 2; ++kind) {
+      const char* name = kind == 0 ? "needle_synth_weight" : "needle_synth_out_err";
+      if (scope.result.run->synthetic_needle_quantizer < 0) {
+        scope.result.metrics.emplace_back(name, null_summary(run_seeds_.seeds));
+        continue;
+      }
+      const auto trials = [&](int rs) {
+        const ClusterTotals& totals = at(clusters_, rs);
+        return kind == 0 ? totals.synthetic_weight : totals.synthetic_error;
+      };
+      scope.result.metrics.emplace_back(name, summarize_clusters(seeds_of(scope, trials), false));
+    }
+  }
+
+  // Bits, from the first seed (packed sizes do not depend on the seed).
+  void add_bits(RunScope& scope) const {
+    const ClusterTotals& bits = at(clusters_, scope.first);
     double key_bits = 0, value_bits = 0, key_values = 0, value_values = 0, effective = 0;
     for (int li = 0; li < layers_; ++li) {
-      result.layer_bits.push_back(bits_of(at(bits.key_bits, li), at(bits.value_bits, li), at(bits.key_values, li),
-                                          at(bits.value_values, li), at(bits.effective_bits, li)));
+      scope.result.layer_bits.push_back(bits_of(at(bits.key_bits, li), at(bits.value_bits, li), at(bits.key_values, li),
+                                                at(bits.value_values, li), at(bits.effective_bits, li)));
       key_bits += at(bits.key_bits, li);
       value_bits += at(bits.value_bits, li);
       key_values += at(bits.key_values, li);
       value_values += at(bits.value_values, li);
       effective += at(bits.effective_bits, li);
     }
-    result.bits = bits_of(key_bits, value_bits, key_values, value_values, effective);
-    return result;
+    scope.result.bits = bits_of(key_bits, value_bits, key_values, value_values, effective);
   }
 
   // attn_kl_p95: per seed over every query, per layer and per head.
@@ -367,9 +396,10 @@ void add_end_to_end(const SweepPlan& plan, const SweepEndToEnd& end_to_end, Swee
   results.end_to_end = EndToEndBase{end_to_end.base.perplexity, end_to_end.scored_tokens, nll};
   // exp(NLL) overflows past 709.78 nats: the NLL stays measured, the perplexity cannot be a double.
   if (!std::isfinite(end_to_end.base.perplexity.value)) {
-    log::warn("the exact cache's perplexity exp({:.6g}) is beyond double range: e2e perplexities are written as "
-              "null, its mean NLL as {:.6g} nats",
-              nll, nll);
+    log::warn(
+        "the exact cache's perplexity exp({:.6g}) is beyond double range: e2e perplexities are written as "
+        "null, its mean NLL as {:.6g} nats",
+        nll, nll);
   }
   const int seeds = static_cast<int>(plan.config.seeds.size());
   const int ctx = plan.model->options.ctx;

@@ -26,10 +26,12 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
 
+#include "core/name_table.h"
 #include "metrics/cluster_estimate.h"
 #include "metrics/needle.h"
 #include "metrics/quantile.h"
@@ -42,6 +44,35 @@ enum ReconstructionSum { kKeyRelMse, kValueRelMse, kKeyNmse, kValueNmse, kKeyCos
 enum AttentionSum { kKl, kTop1, kTop5, kCos, kOutErr, kIpBias, kIpMeanSquare, kAttentionSums };
 using ReconstructionSums = std::array<RatioSum, kReconstructionSums>;
 using AttentionSums = std::array<RatioSum, kAttentionSums>;
+
+/// Each sum's metric name in the results, one row per sum in enum order: the summary
+/// (sweep_summary.cpp) writes the metrics in these rows' order.
+inline constexpr auto kReconstructionMetricNames = make_name_table<ReconstructionSum>({{kKeyRelMse, "k_rel_mse"},
+                                                                                       {kValueRelMse, "v_rel_mse"},
+                                                                                       {kKeyNmse, "k_nmse"},
+                                                                                       {kValueNmse, "v_nmse"},
+                                                                                       {kKeyCos, "k_cos"},
+                                                                                       {kValueCos, "v_cos"}});
+inline constexpr auto kAttentionMetricNames = make_name_table<AttentionSum>({{kKl, "attn_kl"},
+                                                                             {kTop1, "attn_top1"},
+                                                                             {kTop5, "attn_top5"},
+                                                                             {kCos, "attn_cos"},
+                                                                             {kOutErr, "attn_out_rel_err"},
+                                                                             {kIpBias, "ip_bias"},
+                                                                             {kIpMeanSquare, "ip_rmse"}});
+
+/// True when row i of `table` names enum value i, for every row: a table of every sum, in enum order.
+template <class Table, std::size_t Count>
+constexpr bool names_every_sum_in_order(const Table& table) {
+  if (table.rows().size() != Count) return false;
+  for (std::size_t i = 0; i < Count; ++i) {
+    if (static_cast<std::size_t>(table.rows()[i].value) != i) return false;
+  }
+  return true;
+}
+static_assert(
+    names_every_sum_in_order<decltype(kReconstructionMetricNames), kReconstructionSums>(kReconstructionMetricNames));
+static_assert(names_every_sum_in_order<decltype(kAttentionMetricNames), kAttentionSums>(kAttentionMetricNames));
 
 /// The quantile reported for attention KL (attn_kl_p95).
 inline constexpr double kKlTailQuantile = 0.95;
@@ -58,8 +89,8 @@ struct ItemRunSeedTotals {
 
 /// One work item's totals.
 struct ItemTotals {
-  bool done = false;  ///< computed (every item is, after a whole sweep)
-  int tokens = 0;     ///< tokens measured, after non-finite ones were left out; 0: none
+  bool done = false;                         ///< computed (every item is, after a whole sweep)
+  int tokens = 0;                            ///< tokens measured, after non-finite ones were left out; 0: none
   std::vector<ItemRunSeedTotals> run_seeds;  ///< per (run, seed); empty when tokens == 0
   std::int64_t skipped_keys = 0, skipped_values = 0, skipped_queries = 0;
   int measured_trials = 0;  ///< planted-needle trials measured in this item
