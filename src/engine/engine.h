@@ -9,7 +9,7 @@
 //              spec, windows and sinks, exact float attention over the decoded cache;
 //   llama.cpp  llama.cpp's CPU flash-attention path (engine/llamacpp_engine.h).
 // A new engine (vLLM's presets, say) is one more class here and one row in
-// kEngines (engine.cpp).
+// the table of engines() (engine.cpp).
 //
 // Prefill: how the queries of a chunk see the chunk's own keys and values.
 //   quantized  every query reads the quantized cache, its own token included
