@@ -8,18 +8,23 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "engine/engine.h"
 #include "quant/registry.h"
 
 namespace tqlab {
 namespace {
 
-// The quantizer of `spec`, built once per distinct string.
-int quantizer_index(SweepPlan& plan, const std::string& spec) {
+// The quantizer of `spec`, built once per distinct string: tqlab's own, or with an engine what that
+// engine's cache stores for the spec's cache type, read back (Engine::cache_quantizer).
+int quantizer_index(SweepPlan& plan, const std::string& spec, const Engine* engine = nullptr) {
+  const std::string name = engine == nullptr ? spec : fmt::format("{} (engine {})", spec, engine->spelling());
   for (std::size_t i = 0; i < plan.quantizer_specs.size(); ++i) {
-    if (plan.quantizer_specs[i] == spec) return static_cast<int>(i);
+    if (plan.quantizer_specs[i] == name) return static_cast<int>(i);
   }
-  plan.quantizers.push_back(make_quantizer(spec));
-  plan.quantizer_specs.push_back(spec);
+  std::unique_ptr<Quantizer> quantizer = engine == nullptr ? nullptr : engine->cache_quantizer(spec);
+  if (!quantizer) quantizer = make_quantizer(engine == nullptr ? spec : engine->quantizer_spec(spec));
+  plan.quantizers.push_back(std::move(quantizer));
+  plan.quantizer_specs.push_back(name);
   return static_cast<int>(plan.quantizers.size()) - 1;
 }
 
@@ -30,7 +35,8 @@ std::string spec_key_path(const LayeredSpec& spec, int layer, int head) {
 }
 
 // Quantizer per [layer index][kv head] for one role, each checked against the dim it meets.
-std::vector<std::vector<int>> resolve_layered(SweepPlan& plan, const LayeredSpec& spec, Role role) {
+std::vector<std::vector<int>> resolve_layered(SweepPlan& plan, const LayeredSpec& spec, Role role,
+                                              const Engine* engine) {
   const KvDump& dump = *plan.dump;
   std::vector<std::vector<int>> table;
   std::set<int> layers_present;
@@ -41,7 +47,7 @@ std::vector<std::vector<int>> resolve_layered(SweepPlan& plan, const LayeredSpec
     std::vector<int>& heads = table.emplace_back();
     for (int head = 0; head < shape.kv_heads; ++head) {
       const std::string& text = spec.spec_for(shape.layer, head);
-      const int index = quantizer_index(plan, text);
+      const int index = quantizer_index(plan, text, engine);
       try {
         plan.quantizers[static_cast<std::size_t>(index)]->check_dim(dim);
       } catch (const InputError& error) {
@@ -65,13 +71,14 @@ std::vector<std::vector<int>> resolve_layered(SweepPlan& plan, const LayeredSpec
   return table;
 }
 
-// One name per configuration: specs canonical for the dims they meet.
-std::string canonical(const SweepPlan& plan, const LayeredSpec& spec, Role role) {
+// One name per configuration: specs canonical for the dims they meet (an engine's cache types by
+// tqlab's spec of the same format, as its end-to-end runs name them).
+std::string canonical(const SweepPlan& plan, const LayeredSpec& spec, Role role, const Engine* engine) {
   std::set<int> dims;
   for (const KvLayerShape& shape : plan.dump->layers())
     dims.insert(role == Role::key ? shape.key_dim : shape.value_dim);
   const auto one = [&](const std::string& text) {
-    const std::unique_ptr<Quantizer> quantizer = make_quantizer(text);
+    const std::unique_ptr<Quantizer> quantizer = make_quantizer(engine ? engine->quantizer_spec(text) : text);
     return dims.size() == 1 ? quantizer->spec_for_dim(*dims.begin()) : quantizer->spec();
   };
   if (spec.is_uniform()) return one(spec.default_spec);
@@ -142,20 +149,39 @@ void open_dump(SweepPlan& plan) {
   plan.dump = std::make_unique<KvDump>(*plan.file, kv);
 }
 
+// An offline run's engine, checked as an end-to-end run of it is (its cache types, one for every
+// layer, no windows), at the dump's key head dim; null for tqlab's own semantics.
+std::unique_ptr<Engine> offline_engine(const SweepPlan& plan, const SweepRunConfig& run) {
+  if (is_default_engine(run.engine)) return nullptr;
+  std::unique_ptr<Engine> engine = parse_engine(run.engine, run.origin + ".engine");
+  EngineRunRequest request;
+  request.k = run.k.default_spec;
+  request.v = run.v.default_spec;
+  request.per_layer = !run.k.is_uniform() || !run.v.is_uniform();
+  request.window = run.window;
+  request.sink = run.sink;
+  request.prefill = run.prefill.value_or(PrefillRule{});
+  request.head_dim = plan.dump->layers().front().key_dim;
+  request.where = run.origin;
+  engine->check_run(request);
+  return engine;
+}
+
 // One run of the config over the dump: its quantizers per [layer index][kv head], canonical specs, and the
 // quantizer of the synthetic needle test (-1 when its k spec cannot take that dim).
 PlannedRun plan_dump_run(SweepPlan& plan, const SweepRunConfig& run) {
   PlannedRun planned;
-  planned.k_quantizer = resolve_layered(plan, run.k, Role::key);
-  planned.v_quantizer = resolve_layered(plan, run.v, Role::value);
-  planned.k = canonical(plan, run.k, Role::key);
-  planned.v = canonical(plan, run.v, Role::value);
+  const std::unique_ptr<Engine> engine = offline_engine(plan, run);
+  planned.k_quantizer = resolve_layered(plan, run.k, Role::key, engine.get());
+  planned.v_quantizer = resolve_layered(plan, run.v, Role::value, engine.get());
+  planned.k = canonical(plan, run.k, Role::key, engine.get());
+  planned.v = canonical(plan, run.v, Role::value, engine.get());
   planned.window = run.window;
   planned.sink = run.sink;
   planned.engine = run.engine;
   planned.prefill = run.prefill.value_or(PrefillRule{});
   planned.origin = run.origin;
-  const int synthetic = quantizer_index(plan, run.k.default_spec);
+  const int synthetic = quantizer_index(plan, run.k.default_spec, engine.get());
   try {
     plan.quantizers[static_cast<std::size_t>(synthetic)]->check_dim(kSyntheticNeedleDim);
     planned.synthetic_needle_quantizer = synthetic;

@@ -50,5 +50,16 @@ cat > offline.json <<JSON
 {"model": {"path": "$model", "tokens": "$windows", "ctx": 128, "chunks": 2, "engine": "llama.cpp"},
  "runs": [{"k": "q4_0", "v": "q8_0"}]}
 JSON
-expect_refused "an engine with the offline metrics on" "offline" -- "$TQLAB" sweep --config offline.json --out bad.json
+# With the offline metrics on, the model's own dump is measured with the engine's stored cache too
+# (tests/cli/sweep_engine_dump.sh checks those numbers), beside the engine's end-to-end numbers.
+expect_exit 0 "an engine with the offline metrics on" -- "$TQLAB" sweep --config offline.json --out offline.out.json \
+  --quiet
+checks=$((checks + 1))
+"$python" - offline.out.json <<'PY' || fail "offline.out.json lacks the engine run's offline or end-to-end metrics"
+import json, sys
+run = json.load(open(sys.argv[1]))["runs"][0]
+assert run["engine"] == "llama.cpp", run.get("engine")
+for name in ("k_rel_mse", "v_rel_mse", "attn_kl", "e2e_kld", "e2e_ppl_delta_pct"):
+    assert run["metrics"][name]["mean"] is not None, name
+PY
 finish
