@@ -219,20 +219,32 @@ std::string sweep_results_table(const SweepPlan& plan, const SweepResults& resul
   };
   // With a model block, two end-to-end columns: the perplexity change (%) and the KL divergence.
   const bool end_to_end = results.end_to_end.has_value();
-  std::string table = fmt::format("{:<{}}  {:<{}}  {:>6}  {:>4}  {:>7}  {:>6}  {:>10}  {:>10}  {:>9}  {:>{}}", "k",
-                                  k_width, "v", v_width, "window", "sink", "bits_kv", "ratio", "k_rel_mse", "attn_kl",
-                                  "attn_top1", needle_name.empty() ? "needle" : needle_name,
-                                  std::max<std::size_t>(needle_name.size(), 6));
-  table += end_to_end ? fmt::format("  {:>10}  {:>10}\n", "dPPL_%", "e2e_kld") : "\n";
+  std::string table =
+      fmt::format("{:<{}}  {:<{}}  {:>6}  {:>4}  {:>7}  {:>6}  {:>10}  {:>10}  {:>9}  {:>{}}", "k", k_width, "v",
+                  v_width, "window", "sink", "bits_kv", "ratio", "k_rel_mse", "attn_kl", "attn_top1",
+                  needle_name.empty() ? "needle" : needle_name, std::max<std::size_t>(needle_name.size(), 6));
+  // Runs of an engine other than tqlab's, or another prefill rule: a last column naming them.
+  const auto semantics = [](const PlannedRun& run) {
+    std::string text = run.engine.empty() ? "tqlab" : run.engine;
+    if (run.prefill != PrefillRule{}) text += " prefill=" + run.prefill.spelling();
+    return text;
+  };
+  bool engine_column = false;
+  for (const RunResult& result : results.runs) engine_column = engine_column || semantics(*result.run) != "tqlab";
+  const auto end_row = [&](std::string cells, const std::string& engine) {
+    return (engine_column ? cells + "  " + engine : cells) + "\n";
+  };
+  table = end_row(table + (end_to_end ? fmt::format("  {:>10}  {:>10}", "dPPL_%", "e2e_kld") : ""), "engine");
   for (const RunResult& result : results.runs) {
     table += fmt::format("{:<{}}  {:<{}}  {:>6}  {:>4}  {:>7.3f}  {:>6.2f}  {:>10}  {:>10}  {:>9}  {:>{}}",
                          result.run->k, k_width, result.run->v, v_width, result.run->window, result.run->sink,
                          result.bits.bits_kv, result.bits.compression, cell(result, "k_rel_mse", "{:.4g}"),
                          cell(result, "attn_kl", "{:.4g}"), cell(result, "attn_top1", "{:.4f}"),
                          cell(result, needle_name, "{:.3f}"), std::max<std::size_t>(needle_name.size(), 6));
-    table += end_to_end ? fmt::format("  {:>10}  {:>10}\n", cell(result, "e2e_ppl_delta_pct", "{:+.3f}"),
-                                      cell(result, "e2e_kld", "{:.4g}"))
-                        : "\n";
+    table = end_row(table + (end_to_end ? fmt::format("  {:>10}  {:>10}", cell(result, "e2e_ppl_delta_pct", "{:+.3f}"),
+                                                      cell(result, "e2e_kld", "{:.4g}"))
+                                        : ""),
+                    semantics(*result.run));
   }
   return table;
 }

@@ -34,6 +34,8 @@ cat >engines.json <<EOF
           {"k": "q4_0", "v": "q4_0"}]}
 EOF
 expect_exit 0 "sweep with llama.cpp runs on a dump" -- "$TQLAB" sweep --config engines.json --out engines.out.json --quiet
+# The table names each run's engine: the two q4_0 rows of llama.cpp are not the plain one.
+expect_contains out.txt "engine" "llama.cpp:rot=off"
 expect_exit 0 "roundtrip --engine llama.cpp q4_0" -- \
   "$TQLAB" roundtrip "$dump" -o rot.safetensors --engine llama.cpp --k q4_0 --v q4_0 --quiet
 expect_exit 0 "roundtrip --engine llama.cpp:rot=off q4_0" -- \
