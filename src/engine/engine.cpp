@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "engine/llamacpp_engine.h"
+#include "engine/vllm_engine.h"
 
 namespace tqlab {
 namespace {
@@ -57,6 +58,19 @@ const std::vector<EngineEntry>& engines() {
          }
          return std::make_unique<LlamaCppEngine>(rotation);
        }},
+      {"vllm", "preset=NAME",
+       [](const auto& options, const std::string& text, const std::string& option) -> std::unique_ptr<Engine> {
+         const VllmPreset* preset = nullptr;
+         for (const auto& [key, value] : options) {
+           if (key != "preset") bad_option(option, text, "unknown option '" + key + "'", "preset=NAME");
+           try {
+             preset = &find_vllm_preset(value);
+           } catch (const InputError& error) {
+             fail("{} '{}': {}", option, text, error.what());
+           }
+         }
+         return std::make_unique<VllmEngine>(preset);
+       }},
   };
   return table;
 }
@@ -101,6 +115,21 @@ std::unique_ptr<Engine> parse_engine(const std::string& text, const std::string&
     if (name == entry.name) return entry.make(options, text, option);
   }
   fail("{} '{}': no such engine (engines: {})", option, text, fmt::join(engine_names(), ", "));
+}
+
+std::string engine_with_preset(const std::string& engine, const std::string& preset, const std::string& option) {
+  const std::unique_ptr<Engine> chosen = parse_engine(engine, option);
+  if (preset.empty()) return chosen->spelling();
+  if (chosen->spelling().rfind("vllm", 0) != 0) {
+    fail("{} '{}': presets are engine vllm's (--engine vllm), not engine {}'s; {}", option, preset,
+         chosen->spelling(), chosen->supports());
+  }
+  try {
+    find_vllm_preset(preset);
+  } catch (const InputError& error) {
+    fail("{} '{}': {}", option, preset, error.what());
+  }
+  return parse_engine("vllm:preset=" + preset, option)->spelling();
 }
 
 std::string canonical_engine(const std::string& text, const std::string& option) {
