@@ -86,6 +86,16 @@ TEST(VllmEngineTest, DefaultPrefillIsOnePrefillOfTheChunk) {
 
 // Every query of a chunk split into pieces of C tokens reads its own piece exact exactly when the
 // preset table says that piece attends its own tokens exact; earlier pieces never.
+// A vllm run's "quantized" is no default: results and ids must say it, or a config read back from
+// them would give the run its engine's default (one prefill of each chunk).
+TEST(VllmEngineTest, PrefillIsWrittenUnlessItIsTheEnginesQuantizedDefault) {
+  EXPECT_FALSE(prefill_written("tqlab", PrefillRule{}));
+  EXPECT_FALSE(prefill_written("llama.cpp", PrefillRule{}));
+  EXPECT_TRUE(prefill_written("llama.cpp", PrefillRule{64}));
+  EXPECT_TRUE(prefill_written("vllm:preset=fp8", PrefillRule{}));
+  EXPECT_TRUE(prefill_written("vllm:preset=turboquant_4bit_nc", PrefillRule{256}));
+}
+
 TEST(VllmEngineTest, EachPieceFollowsThePresetsPrefillRule) {
   for (const VllmPreset& preset : vllm_presets()) {
     const auto engine = parse_engine("vllm:preset=" + std::string(preset.name), "");

@@ -61,8 +61,8 @@ void print_run(const RunResult& result, const std::vector<std::uint64_t>& seeds)
   const PlannedRun& run = *result.run;
   fmt::print("k={} v={} window={} sink={}{}{} (seed{} {}):\n", run.k, run.v, run.window, run.sink,
              is_default_engine(run.engine) ? "" : " engine=" + run.engine,
-             run.prefill == PrefillRule{} ? "" : " prefill=" + run.prefill.spelling(), seeds.size() > 1 ? "s" : "",
-             fmt::join(seeds, ","));
+             prefill_written(run.engine, run.prefill) ? " prefill=" + run.prefill.spelling() : "",
+             seeds.size() > 1 ? "s" : "", fmt::join(seeds, ","));
   fmt::print("  PPL = {}\n", plus_minus(value("e2e_ppl"), se("e2e_ppl"), "{:.4f}"));
   fmt::print("  PPL change = {} %   ln(PPL/PPL_base) = {}\n",
              plus_minus(value("e2e_ppl_delta_pct"), se("e2e_ppl_delta_pct"), "{:+.3f}", "{:.3f}"),

@@ -142,6 +142,10 @@ std::vector<std::string> engine_names() {
   return names;
 }
 
+bool prefill_written(const std::string& engine, PrefillRule prefill) {
+  return prefill != PrefillRule{} || parse_engine(engine, "engine")->default_prefill(1) != PrefillRule{};
+}
+
 bool is_default_engine(const std::string& spelling) { return spelling.empty() || spelling == "tqlab"; }
 
 }  // namespace tqlab

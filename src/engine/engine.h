@@ -159,6 +159,11 @@ std::string canonical_engine(const std::string& text, const std::string& option)
 /// (saying which does) or the preset is unknown (listing the presets).
 std::string engine_with_preset(const std::string& engine, const std::string& preset, const std::string& option);
 
+/// Whether a run of `engine` (canonical) spells its `prefill` out in results and ids: unless it is
+/// "quantized" and so is the engine's default (documents of tqlab's and llama.cpp's runs keep their
+/// bytes; a vllm run's "quantized" must be written, its default being one prefill of each chunk).
+bool prefill_written(const std::string& engine, PrefillRule prefill);
+
 /// The name of every engine, in table order.
 std::vector<std::string> engine_names();
 

@@ -220,7 +220,7 @@ std::string PlannedRun::identity() const {
   std::string id = fmt::format("k={} v={} window={} sink={}", k, v, window, sink);
   // Only what differs from the default, so documents of tqlab's own runs keep their ids.
   if (!is_default_engine(engine)) id += " engine=" + engine;
-  if (prefill != PrefillRule{}) id += " prefill=" + prefill.spelling();
+  if (prefill_written(engine, prefill)) id += " prefill=" + prefill.spelling();
   return id;
 }
 

@@ -114,9 +114,23 @@ assert runs[0]["engine"] == "vllm:preset=turboquant_4bit_nc" and runs[0]["prefil
 assert runs[0]["id"] == "k=vllm_tq_key:b=4,nc v=vllm_uniform:b=4 window=0 sink=0 " \
     "engine=vllm:preset=turboquant_4bit_nc prefill=exact 320", runs[0]["id"]
 assert runs[3]["prefill"] == "exact 64" and runs[7]["engine"] == "vllm:preset=turboquant_k8v4", runs
+# "quantized" is not a vllm run's default: it is written out, in the run and its id.
+assert runs[1]["prefill"] == "quantized" and runs[1]["id"].endswith(" prefill=quantized"), runs[1]
+assert "prefill" not in runs[4] and "prefill=" not in runs[4]["id"], runs[4]  # tqlab's quantized: as before
 # Two quantized layers of six at 4.25 + 4.5 bits (keys: 4 bits and an fp16 norm; values: 4 bits and
 # an fp16 scale and zero, per 64), four at 16.
 assert abs(runs[1]["bits"]["bits_kv"] - (2 * (4.25 + 4.5) / 2 + 4 * 16) / 6) < 1e-9, runs[1]["bits"]
+PY
+
+# Two shards merge into the whole: each shard's config, read back, names the same runs.
+expect_exit 0 "shard 1/2" -- "$TQLAB" sweep --config six.json --shard 1/2 --out shard1.json --quiet
+expect_exit 0 "shard 2/2" -- "$TQLAB" sweep --config six.json --shard 2/2 --out shard2.json --quiet
+expect_exit 0 "merge the shards" -- "$TQLAB" merge shard1.json shard2.json -o merged.json --quiet
+checks=$((checks + 1))
+"$python" - six_out.json merged.json <<'PY' || fail "the merged shards are not the whole sweep"
+import json, sys
+whole, merged = (json.load(open(path))["runs"] for path in sys.argv[1:])
+assert [(r["id"], r["metrics"]) for r in whole] == [(r["id"], r["metrics"]) for r in merged]
 PY
 
 # ---------------------------------------------------------------- refused, one line each
