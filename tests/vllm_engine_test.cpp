@@ -35,6 +35,21 @@ TEST(VllmEngineTest, SpellingsAndPresets) {
   EXPECT_THROW(engine_with_preset("vllm", "turboquant_2bit", "--preset"), InputError);
 }
 
+// skip=L+L+... is vLLM's --kv-cache-dtype-skip-layers: more layers kept at the model's precision.
+TEST(VllmEngineTest, SkipLayers) {
+  EXPECT_EQ(canonical_engine("vllm:skip=5+0+5,preset=fp8", "--engine"), "vllm:preset=fp8,skip=0+5");
+  EXPECT_EQ(engine_with_preset("vllm:preset=fp8,skip=3", "turboquant_4bit_nc", "--preset"),
+            "vllm:preset=turboquant_4bit_nc,skip=3");
+  for (const char* bad :
+       {"vllm:skip=", "vllm:skip=a", "vllm:skip=1++2", "vllm:skip=-1", "vllm:skip=2+", "vllm:skip=70000"}) {
+    EXPECT_THROW(canonical_engine(bad, "--engine"), InputError) << bad;
+  }
+  EXPECT_EQ(parse_engine("vllm:preset=turboquant_3bit_nc,skip=2", "")->unquantized_layers(6),
+            (std::vector<int>{0, 1, 2, 4, 5}));
+  EXPECT_EQ(parse_engine("vllm:preset=fp8,skip=1+3", "")->unquantized_layers(6), (std::vector<int>{1, 3}));
+  EXPECT_THROW(parse_engine("vllm:preset=fp8,skip=6", "")->unquantized_layers(6), InputError);
+}
+
 TEST(VllmEngineTest, TheRunMayOnlyRepeatThePresetsSpecs) {
   for (const VllmPreset& preset : vllm_presets()) {
     const auto engine = parse_engine("vllm:preset=" + std::string(preset.name), "--engine");

@@ -58,18 +58,22 @@ const std::vector<EngineEntry>& engines() {
          }
          return std::make_unique<LlamaCppEngine>(rotation);
        }},
-      {"vllm", "preset=NAME",
+      {"vllm", kVllmEngineOptions,
        [](const auto& options, const std::string& text, const std::string& option) -> std::unique_ptr<Engine> {
          const VllmPreset* preset = nullptr;
+         std::vector<int> skip;
          for (const auto& [key, value] : options) {
-           if (key != "preset") bad_option(option, text, "unknown option '" + key + "'", "preset=NAME");
+           if (key != "preset" && key != "skip") {
+             bad_option(option, text, "unknown option '" + key + "'", kVllmEngineOptions);
+           }
            try {
-             preset = &find_vllm_preset(value);
+             if (key == "preset") preset = &find_vllm_preset(value);
+             if (key == "skip") skip = parse_vllm_skip_layers(value);
            } catch (const InputError& error) {
              fail("{} '{}': {}", option, text, error.what());
            }
          }
-         return std::make_unique<VllmEngine>(preset);
+         return std::make_unique<VllmEngine>(preset, skip);
        }},
   };
   return table;
@@ -120,16 +124,17 @@ std::unique_ptr<Engine> parse_engine(const std::string& text, const std::string&
 std::string engine_with_preset(const std::string& engine, const std::string& preset, const std::string& option) {
   const std::unique_ptr<Engine> chosen = parse_engine(engine, option);
   if (preset.empty()) return chosen->spelling();
-  if (chosen->spelling().rfind("vllm", 0) != 0) {
-    fail("{} '{}': presets are engine vllm's (--engine vllm), not engine {}'s; {}", option, preset,
-         chosen->spelling(), chosen->supports());
-  }
+  std::unique_ptr<Engine> preset_engine;
   try {
-    find_vllm_preset(preset);
+    preset_engine = chosen->with_preset(preset);
   } catch (const InputError& error) {
     fail("{} '{}': {}", option, preset, error.what());
   }
-  return parse_engine("vllm:preset=" + preset, option)->spelling();
+  if (preset_engine == nullptr) {
+    fail("{} '{}': presets are engine vllm's (--engine vllm), not engine {}'s; {}", option, preset,
+         chosen->spelling(), chosen->supports());
+  }
+  return preset_engine->spelling();
 }
 
 std::string canonical_engine(const std::string& text, const std::string& option) {

@@ -114,6 +114,12 @@ class Engine {
   virtual std::vector<std::string> cache_types() const { return {}; }
   /// The presets --preset names with this engine (vLLM's); empty: it takes none.
   virtual std::vector<std::string> presets() const { return {}; }
+  /// This engine with the preset `preset` instead of its own (its other options kept); null when it
+  /// takes no preset. InputError for a preset it does not know.
+  virtual std::unique_ptr<Engine> with_preset(const std::string& preset) const {
+    (void)preset;
+    return nullptr;
+  }
   /// InputError, naming request.where and what the engine supports, for a run it cannot run.
   virtual void check_run(const EngineRunRequest& request) const = 0;
   /// The engine's cache of `cache_type` as a quantizer of one head's rows in Hugging Face's
@@ -155,8 +161,8 @@ std::unique_ptr<Engine> parse_engine(const std::string& text, const std::string&
 std::string canonical_engine(const std::string& text, const std::string& option);
 
 /// `engine` with the preset `preset` ("": `engine` as it is): "vllm" + "fp8" -> "vllm:preset=fp8",
-/// replacing a preset `engine` names. InputError naming `option` when the engine takes no preset
-/// (saying which does) or the preset is unknown (listing the presets).
+/// replacing a preset `engine` names and keeping its other options. InputError naming `option` when
+/// the engine takes no preset (saying which does) or the preset is unknown (listing the presets).
 std::string engine_with_preset(const std::string& engine, const std::string& preset, const std::string& option);
 
 /// Whether a run of `engine` (canonical) spells its `prefill` out in results and ids: unless it is

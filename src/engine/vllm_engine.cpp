@@ -1,5 +1,8 @@
 #include "engine/vllm_engine.h"
 
+#include <algorithm>
+#include <charconv>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -27,20 +30,47 @@ std::string canonical_spec(const std::string& spec) {
 
 }  // namespace
 
+std::vector<int> parse_vllm_skip_layers(const std::string& text) {
+  std::vector<int> layers;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t plus = std::min(text.find('+', start), text.size());
+    const std::string number = text.substr(start, plus - start);
+    int layer = -1;
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), layer);
+    if (number.empty() || error != std::errc() || end != number.data() + number.size() || layer < 0 ||
+        layer > 65535) {
+      fail("skip '{}': expected layer numbers joined by '+', e.g. skip=0+5", text);
+    }
+    layers.push_back(layer);
+    start = plus + 1;
+  }
+  std::sort(layers.begin(), layers.end());
+  layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+  return layers;
+}
+
 PrefillRule vllm_attention_prefill(const VllmPreset& preset, PrefillRule requested) {
   if (preset.prefill == VllmPrefill::all_from_cache || requested.exact_chunk <= 0) return {};
   return {requested.exact_chunk, static_cast<int>(kVllmContinuationDecodeThreshold)};
 }
 
 std::string VllmEngine::spelling() const {
-  return preset_ == nullptr ? "vllm" : fmt::format("vllm:preset={}", preset_->name);
+  std::vector<std::string> options;
+  if (preset_ != nullptr) options.push_back(fmt::format("preset={}", preset_->name));
+  if (!skip_.empty()) options.push_back(fmt::format("skip={}", fmt::join(skip_, "+")));
+  return options.empty() ? "vllm" : fmt::format("vllm:{}", fmt::join(options, ","));
+}
+
+std::unique_ptr<Engine> VllmEngine::with_preset(const std::string& preset) const {
+  return std::make_unique<VllmEngine>(&find_vllm_preset(preset), skip_);
 }
 
 std::string VllmEngine::supports() const {
   return fmt::format(
       "engine vllm takes --preset NAME ({}), which defines K, V and the layers kept at fp16 (--k/--v may only "
-      "repeat its specs), --prefill quantized|exact C (default: one prefill of the chunk), and no per-layer "
-      "specs, --window or --sink",
+      "repeat its specs), the option skip=L+L+... (more layers kept: --kv-cache-dtype-skip-layers), --prefill "
+      "quantized|exact C (default: one prefill of the chunk), and no per-layer specs, --window or --sink",
       fmt::join(preset_names(), ", "));
 }
 
@@ -78,8 +108,11 @@ EngineSpecs VllmEngine::defined_specs() const {
 std::vector<int> VllmEngine::unquantized_layers(int layer_count) const {
   std::vector<int> layers;
   if (preset_ == nullptr) return layers;
+  if (!skip_.empty() && skip_.back() >= layer_count) {
+    fail("engine {}: skip layer {}, but the model has layers 0..{}", spelling(), skip_.back(), layer_count - 1);
+  }
   for (int layer = 0; layer < layer_count; ++layer) {
-    if (!vllm_layer_quantized(*preset_, layer, layer_count)) layers.push_back(layer);
+    if (!vllm_layer_quantized(*preset_, layer, layer_count, skip_)) layers.push_back(layer);
   }
   return layers;
 }

@@ -20,22 +20,36 @@
 //    tokens, each under vLLM's rule; the default, when a run names none, is one prefill of
 //    the chunk ("exact CTX": TurboQuant then reads no quantized key, as vLLM's prompt logprobs);
 //    "quantized" lets every query read the cache (what decoding sees).
+//    vLLM's --kv-cache-dtype-skip-layers adds layers kept the same way: the option
+//    skip=L+L+... ("vllm:preset=fp8,skip=0+5"; vLLM merges them with the boundary layers).
 // 4. Attention. Float attention over the decoded cache (tqlab's own path, model/attention.h):
 //    vLLM's fp16/bf16 kernels are not modelled, only what the cache holds.
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include "engine/engine.h"
 #include "quant/vllm_presets.h"
 
 namespace tqlab {
 
+/// The options "vllm:..." takes, for messages.
+inline constexpr const char* kVllmEngineOptions = "preset=NAME and skip=L+L+... (layers kept unquantized)";
+
+/// skip=L+L+...: layer numbers (0 .. 65535) joined by '+', returned ascending without repeats;
+/// InputError naming the text otherwise.
+std::vector<int> parse_vllm_skip_layers(const std::string& text);
+
 class VllmEngine final : public Engine {
  public:
   /// `preset` null: "vllm" without a preset, which parses (for `tqlab list`) but runs nothing.
-  explicit VllmEngine(const VllmPreset* preset) : preset_(preset) {}
+  /// `skip`: --kv-cache-dtype-skip-layers, ascending.
+  VllmEngine(const VllmPreset* preset, std::vector<int> skip) : preset_(preset), skip_(std::move(skip)) {}
   std::string spelling() const override;
   std::string supports() const override;
   std::vector<std::string> presets() const override;
+  std::unique_ptr<Engine> with_preset(const std::string& preset) const override;
   void check_run(const EngineRunRequest& request) const override;
   std::unique_ptr<EngineCache> bind(const std::string&, const std::string&, int) const override { return nullptr; }
   EngineSpecs defined_specs() const override;
@@ -45,6 +59,7 @@ class VllmEngine final : public Engine {
 
  private:
   const VllmPreset* preset_;
+  std::vector<int> skip_;
 };
 
 /// The attention rule of `preset` for a run asking for `requested` (see above): fp8 presets

@@ -87,7 +87,10 @@ cat >six.json <<JSON
           {"k": $(layered $key), "v": $(layered $value)},
           {"k": $(layered $key), "v": $(layered $value), "prefill": "exact 160"},
           {"k": $(layered $key), "v": $(layered $value), "prefill": "exact 64"},
-          {"engine": "vllm:preset=turboquant_k8v4", "k": "vllm_fp8", "v": "$value", "prefill": "quantized"}],
+          {"engine": "vllm:preset=turboquant_k8v4", "k": "vllm_fp8", "v": "$value", "prefill": "quantized"},
+          {"engine": "vllm:skip=2+3", "preset": "fp8"},
+          {"k": {"default": "vllm_fp8", "layers": {"2": "fp16", "3": "fp16"}},
+           "v": {"default": "vllm_fp8", "layers": {"2": "fp16", "3": "fp16"}}}],
  "metrics": {"reconstruction": false, "attention": false, "needle": false}}
 JSON
 expect_exit 0 "sweep of vllm presets, 6 layers" -- "$TQLAB" sweep --config six.json --out six_out.json --quiet
@@ -99,7 +102,7 @@ import json, sys
 runs = json.load(open(sys.argv[1]))["runs"]
 single = json.load(open(sys.argv[2]))["runs"][0]
 m = [(r["metrics"]["e2e_ppl"]["mean"], r["metrics"]["e2e_kld"]["mean"]) for r in runs]
-default, quantized, exact160, exact64, specs, specs160, specs64, k8v4 = m
+default, quantized, exact160, exact64, specs, specs160, specs64, k8v4, fp8_skip, fp8_specs = m
 assert default[1] == 0, f"one prefill of the chunk reads no quantized key: KLD {default[1]}"
 assert quantized == specs and quantized[1] > 0, (quantized, specs)
 assert exact160 == specs160 and exact160[1] > 0, (exact160, specs160)
@@ -110,6 +113,9 @@ assert exact160[1] < exact64[1] < quantized[1], (exact160, exact64, quantized)
 assert specs64[1] < exact64[1], (specs64, exact64)
 assert (single["metrics"]["e2e_ppl"]["mean"], single["metrics"]["e2e_kld"]["mean"]) == exact64, "ppl and sweep differ"
 assert k8v4[1] > 0
+# skip=2+3 (vLLM's --kv-cache-dtype-skip-layers 2 3) keeps those layers at fp16; fp8 reads the cache.
+assert fp8_skip == fp8_specs and fp8_skip[1] > 0, (fp8_skip, fp8_specs)
+assert runs[8]["engine"] == "vllm:preset=fp8,skip=2+3", runs[8]
 assert runs[0]["engine"] == "vllm:preset=turboquant_4bit_nc" and runs[0]["prefill"] == "exact 320", runs[0]
 assert runs[0]["id"] == "k=vllm_tq_key:b=4,nc v=vllm_uniform:b=4 window=0 sink=0 " \
     "engine=vllm:preset=turboquant_4bit_nc prefill=exact 320", runs[0]["id"]
@@ -145,6 +151,8 @@ expect_refused "an unknown preset" "--preset 'fp4': unknown vLLM preset 'fp4'" "
   "$TQLAB" ppl "${common[@]}" --engine vllm --preset fp4 -o bad.json
 expect_refused "rot=off on vllm" "unknown option 'rot'" "preset=NAME" -- "$TQLAB" ppl "${common[@]}" \
   --engine vllm:rot=off --preset fp8 -o bad.json
+expect_refused "a skip layer the model lacks" "skip layer 4" "layers 0..3" -- "$TQLAB" ppl "${common[@]}" \
+  --engine vllm:skip=4 --preset fp8 -o bad.json
 expect_refused "a window on vllm" "window 16" "engine vllm" -- "$TQLAB" ppl "${common[@]}" --engine vllm --preset fp8 \
   --window 16 -o bad.json
 cat >bad_preset.json <<JSON
