@@ -69,6 +69,23 @@ assert run["id"] == want, run["id"]
 PY
 done
 
+# The model block's engine and preset are its runs', which may leave k and v out: ppl's numbers and ids.
+cat >block.json <<JSON
+{"model": {"path": "$model", "text": "text.txt", "ctx": 256, "chunks": 4, "engine": "vllm", "preset": "fp8"},
+ "runs": [{}, {"preset": "fp8_per_token_head"}],
+ "metrics": {"reconstruction": false, "attention": false, "needle": false}}
+JSON
+expect_exit 0 "sweep with the preset in the model block" -- "$TQLAB" sweep --config block.json --out block_out.json \
+  --quiet
+checks=$((checks + 1))
+"$python" - block_out.json fp8.json fp8_per_token_head.json <<'PY' || fail "the model block's preset is not ppl's"
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+for run, path in zip(runs, sys.argv[2:]):
+    single = json.load(open(path))["runs"][0]
+    assert run["id"] == single["id"] and run["metrics"] == single["metrics"], (run["id"], single["id"])
+PY
+
 # ---------------------------------------------------------------- a 6-layer model: TurboQuant at work
 "$python" "$repo/tools/make_checkpoints.py" six --big --layers 6 --hidden 256 --intermediate 256 --heads 4 \
   --kv-heads 2 --vocab 320 >/dev/null || fail "make_checkpoints.py failed"
