@@ -136,7 +136,8 @@ class Engine {
   /// may only repeat; empty strings: the run names them.
   virtual EngineSpecs defined_specs() const { return {}; }
   /// The layers (0-based, ascending) of a model of `layer_count` layers whose keys and values the
-  /// engine keeps at the model's own precision whatever the run's specs (vLLM's boundary layers).
+  /// engine keeps at the model's own precision whatever the run's specs (vLLM's boundary layers);
+  /// InputError when the engine names a layer the model lacks (vllm:skip=...).
   virtual std::vector<int> unquantized_layers(int layer_count) const {
     (void)layer_count;
     return {};
