@@ -51,8 +51,8 @@ TEST(EngineSpellingTest, PrefillRule) {
   EXPECT_THROW(parse_prefill("exact", "--prefill"), InputError);
   EXPECT_THROW(parse_prefill("exact -3", "--prefill"), InputError);
   // "exact 4": token 5 reads keys 4.. exact (its piece), "quantized": none.
-  EXPECT_EQ(parse_prefill("exact 4", "--prefill").first_exact_key(5), 4);
-  EXPECT_EQ(PrefillRule{}.first_exact_key(5), 6);
+  EXPECT_EQ(parse_prefill("exact 4", "--prefill").first_exact_key(5, 8), 4);
+  EXPECT_EQ(PrefillRule{}.first_exact_key(5, 8), 6);
 }
 
 TEST(LlamaCppEngineTest, ChecksWhatItCanRun) {

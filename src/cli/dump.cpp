@@ -1,11 +1,13 @@
 // tqlab dump --model DIR --tokens FILE -o kv.safetensors: the post-RoPE
 // queries, keys and values of the model's own forward pass over the tokens,
 // written as a KV dump the other commands read with their defaults
-// (src/model/kv_dump_writer.h).
+// (src/model/kv_dump_writer.h). With --k/--v, --engine or --preset the forward
+// runs under that cache as tqlab ppl's runs do, and the file's metadata says so.
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
 
+#include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/progress_line.h"
 #include "core/dtype.h"
@@ -13,6 +15,7 @@
 #include "core/log.h"
 #include "core/sha256.h"
 #include "kv/kv_dump.h"
+#include "model/kv_cache_plan.h"
 #include "model/kv_dump_writer.h"
 #include "model/model_tokens.h"
 #include "model/weight_source.h"
@@ -26,9 +29,27 @@ struct DumpCommandOptions {
   std::string layers = "all";
   std::string dtype = "f16";
   bool logits = false;
+  CacheFlags cache;
+  std::uint64_t seed = 0;
   int threads = 0;
   bool quiet = false;
 };
+
+// --k/--v, --engine, --preset or --prefill: the forward under that cache (ppl's run of the same flags), the
+// file's metadata naming it; `plan` stays empty for the exact forward.
+void dump_cache(const DumpCommandOptions& options, const ModelConfig& config, std::optional<KvCachePlan>& plan,
+                KvDumpWriteOptions& write) {
+  const CacheFlags& flags = options.cache;
+  const CacheRun run = resolve_cache_flags(flags, options.model.ctx, "fp32");
+  if (flags.k.empty() && flags.v.empty() && flags.prefill.empty() && is_default_engine(run.engine)) return;
+  plan = plan_kv_cache(config, {run.k, {}, {}, "--k"}, {run.v, {}, {}, "--v"}, {}, run.engine, run.prefill,
+                       "--k/--v");
+  plan->cache.seed = options.seed;
+  write.cache = &plan->cache;
+  write.metadata = {{"tqlab.dump.engine", run.engine},       {"tqlab.dump.k", plan->k},
+                    {"tqlab.dump.v", plan->v},               {"tqlab.dump.prefill", run.prefill.spelling()},
+                    {"tqlab.dump.seed", std::to_string(options.seed)}};
+}
 
 int run_dump_command(const DumpCommandOptions& options) {
   const TokenSourceFlags& source = options.model.source;
@@ -60,6 +81,8 @@ int run_dump_command(const DumpCommandOptions& options) {
   write.tokens_sha256 = tokens.sha256;
   write.tokenizer_sha256 = tokens.tokenizer_sha256;
   if (!source.text.empty()) write.names.tokens = "--text";
+  std::optional<KvCachePlan> cache;
+  dump_cache(options, model.config(), cache, write);
   ProgressLine progress("dump", !options.quiet);
   write.on_chunk = [&](int done, int total) {
     progress.update(static_cast<std::size_t>(done), static_cast<std::size_t>(total), "chunks");
@@ -89,6 +112,8 @@ void setup_dump(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"f16", "bf16", "f32"}))
       ->capture_default_str();
   command->add_flag("--logits", options->logits, "Also write the logits [chunks, ctx, vocab] as F32");
+  add_cache_flags(*command, options->cache, "none, the exact forward");
+  add_seed_option(*command, options->seed, "Rotation seed of the cache's quantizers");
   add_threads_option(*command, options->threads);
   add_quiet_flag(*command, options->quiet);
   command->callback([options, &exit_code] { exit_code = run_dump_command(*options); });

@@ -49,7 +49,8 @@ nlohmann::json to_json(const std::vector<MethodInfo>& methods) {
   for (const std::string& name : engine_names()) {
     const std::unique_ptr<Engine> engine = parse_engine(name, "engine");
     out["engines"].push_back(
-        {{"name", name}, {"supports", engine->supports()}, {"cache_types", engine->cache_types()}});
+        {{"name", name}, {"supports", engine->supports()}, {"cache_types", engine->cache_types()},
+         {"presets", engine->presets()}});
   }
   return out;
 }

@@ -12,11 +12,13 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/progress_line.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/engine.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_results.h"
 
@@ -26,9 +28,7 @@ namespace {
 struct PplCommandOptions {
   ModelFlags model;
   std::string score = "second-half";
-  std::string k, v;
-  std::string engine = "tqlab";
-  std::vector<std::string> prefill{"quantized"};
+  CacheFlags cache;
   int window = 0;
   std::string window_mode = "recent";
   int sink = 0;
@@ -61,8 +61,8 @@ void print_run(const RunResult& result, const std::vector<std::uint64_t>& seeds)
   const PlannedRun& run = *result.run;
   fmt::print("k={} v={} window={} sink={}{}{} (seed{} {}):\n", run.k, run.v, run.window, run.sink,
              is_default_engine(run.engine) ? "" : " engine=" + run.engine,
-             run.prefill == PrefillRule{} ? "" : " prefill=" + run.prefill.spelling(), seeds.size() > 1 ? "s" : "",
-             fmt::join(seeds, ","));
+             prefill_written(run.engine, run.prefill) ? " prefill=" + run.prefill.spelling() : "",
+             seeds.size() > 1 ? "s" : "", fmt::join(seeds, ","));
   fmt::print("  PPL = {}\n", plus_minus(value("e2e_ppl"), se("e2e_ppl"), "{:.4f}"));
   fmt::print("  PPL change = {} %   ln(PPL/PPL_base) = {}\n",
              plus_minus(value("e2e_ppl_delta_pct"), se("e2e_ppl_delta_pct"), "{:+.3f}", "{:.3f}"),
@@ -99,14 +99,16 @@ SweepConfig ppl_config(const PplCommandOptions& options) {
   model.score = *parse_scoring(options.score);  // --score accepts only kScoringNames
   model.bos = flags.bos;
   model.from_flags = true;
-  // Without --k/--v the cache is fp32: the exact cache through the same hook (KLD 0, a check of the path).
+  // Without --k/--v the cache is the engine's (a vLLM preset's), else fp32: the exact cache through
+  // the same hook (KLD 0, a check of the path).
+  const CacheRun cache = resolve_cache_flags(options.cache, flags.ctx, "fp32");
   SweepRunConfig& run = config.runs.emplace_back();
-  run.k = LayeredSpec{options.k.empty() ? "fp32" : options.k, {}, {}, "--k"};
-  run.v = LayeredSpec{options.v.empty() ? "fp32" : options.v, {}, {}, "--v"};
+  run.engine = cache.engine;
+  run.k = LayeredSpec{cache.k, {}, {}, "--k"};
+  run.v = LayeredSpec{cache.v, {}, {}, "--v"};
   run.window = options.window;
   run.sink = options.sink;
-  run.engine = canonical_engine(options.engine, "--engine");
-  run.prefill = parse_prefill(fmt::format("{}", fmt::join(options.prefill, " ")), "--prefill");
+  run.prefill = cache.prefill;
   run.origin = "--k/--v";
   config.metrics.reconstruction = config.metrics.attention = config.metrics.needle = false;
   config.metrics.attention_options.window_mode = *parse_window_mode(options.window_mode);
@@ -143,6 +145,13 @@ int run_ppl_command(const PplCommandOptions& options) {
   fmt::print("base (exact cache):\n  PPL = {}\n",
              plus_minus(base.perplexity.value, base.perplexity.standard_error, "{:.4f}"));
   print_run(results.runs.front(), plan.config.seeds);
+  const PlannedRun& run = *results.runs.front().run;
+  if (options.cache.prefill.empty() && run.prefill != PrefillRule{}) {
+    fmt::print("  prefill={} is engine {}'s default, one prefill of each chunk (vLLM's prompt logprobs):\n"
+               "  a TurboQuant preset then reads its own chunk's K/V exact (PPL change 0); --prefill exact C\n"
+               "  measures a chunked prefill, --prefill quantized what decoding reads\n",
+               run.prefill.spelling(), run.engine);
+  }
 
   if (writer) {
     writer->write(sweep_results_json(plan, results, DataIdentity{}).dump(1) + "\n");
@@ -165,16 +174,7 @@ void setup_ppl(CLI::App& app, int& exit_code) {
   command->add_option("--score", options->score, "Predictions scored per chunk")
       ->check(CLI::IsMember(kScoringNames.names()))
       ->capture_default_str();
-  command->add_option("--k", options->k, "Quantizer spec for the cached keys (default: fp32, exact)");
-  command->add_option("--v", options->v, "Quantizer spec for the cached values (default: fp32, exact)");
-  command->add_option("--engine", options->engine,
-                      "Whose cache semantics: tqlab, llama.cpp or llama.cpp:rot=off (docs/ENGINES.md)")
-      ->capture_default_str();
-  command->add_option("--prefill", options->prefill,
-                      "Which tokens read the quantized cache: quantized, or exact C (pieces of C tokens read their "
-                      "own K/V exact)")
-      ->expected(1, 2)
-      ->capture_default_str();
+  add_cache_flags(*command, options->cache, "fp32, exact");
   decimal(command->add_option("--window", options->window, "Recent tokens kept exact"), kMinIntOption, kMaxIntOption)
       ->capture_default_str();
   command->add_option("--window-mode", options->window_mode, "Which tokens the window keeps")

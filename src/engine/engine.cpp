@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "engine/llamacpp_engine.h"
+#include "engine/vllm_engine.h"
 
 namespace tqlab {
 namespace {
@@ -57,6 +58,23 @@ const std::vector<EngineEntry>& engines() {
          }
          return std::make_unique<LlamaCppEngine>(rotation);
        }},
+      {"vllm", kVllmEngineOptions,
+       [](const auto& options, const std::string& text, const std::string& option) -> std::unique_ptr<Engine> {
+         const VllmPreset* preset = nullptr;
+         std::vector<int> skip;
+         for (const auto& [key, value] : options) {
+           if (key != "preset" && key != "skip") {
+             bad_option(option, text, "unknown option '" + key + "'", kVllmEngineOptions);
+           }
+           try {
+             if (key == "preset") preset = &find_vllm_preset(value);
+             if (key == "skip") skip = parse_vllm_skip_layers(value);
+           } catch (const InputError& error) {
+             fail("{} '{}': {}", option, text, error.what());
+           }
+         }
+         return std::make_unique<VllmEngine>(preset, skip);
+       }},
   };
   return table;
 }
@@ -103,6 +121,22 @@ std::unique_ptr<Engine> parse_engine(const std::string& text, const std::string&
   fail("{} '{}': no such engine (engines: {})", option, text, fmt::join(engine_names(), ", "));
 }
 
+std::string engine_with_preset(const std::string& engine, const std::string& preset, const std::string& option) {
+  const std::unique_ptr<Engine> chosen = parse_engine(engine, option);
+  if (preset.empty()) return chosen->spelling();
+  std::unique_ptr<Engine> preset_engine;
+  try {
+    preset_engine = chosen->with_preset(preset);
+  } catch (const InputError& error) {
+    fail("{} '{}': {}", option, preset, error.what());
+  }
+  if (preset_engine == nullptr) {
+    fail("{} '{}': presets are engine vllm's (--engine vllm), not engine {}'s; {}", option, preset,
+         chosen->spelling(), chosen->supports());
+  }
+  return preset_engine->spelling();
+}
+
 std::string canonical_engine(const std::string& text, const std::string& option) {
   return parse_engine(text, option)->spelling();
 }
@@ -111,6 +145,10 @@ std::vector<std::string> engine_names() {
   std::vector<std::string> names;
   for (const EngineEntry& entry : engines()) names.emplace_back(entry.name);
   return names;
+}
+
+bool prefill_written(const std::string& engine, PrefillRule prefill) {
+  return prefill != PrefillRule{} || parse_engine(engine, "engine")->default_prefill(1) != PrefillRule{};
 }
 
 bool is_default_engine(const std::string& spelling) { return spelling.empty() || spelling == "tqlab"; }

@@ -23,7 +23,7 @@ void flash_attention_head(const FlashAttentionHead& head, float* out) {
   std::vector<float> acc(static_cast<std::size_t>(dim));
   for (int t = 0; t < head.tokens; ++t) {
     convert_query(head.query, dim, row(head.q, t), query);
-    const int first_exact = head.prefill.first_exact_key(t);
+    const int first_exact = head.prefill.first_exact_key(t, head.tokens);
     float sum = 0.0f;
     float max = -std::numeric_limits<float>::infinity();
     std::fill(acc.begin(), acc.end(), 0.0f);

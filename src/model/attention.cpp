@@ -30,7 +30,7 @@ void softmax_row(int n, int keys, float* scores, std::vector<double>& e) {
 // starts earlier (both end at i; i + 1: none).
 int first_exact_key(const AttentionInput& in, int i) {
   const int window_first = in.recent_window > 0 ? std::max(0, i - in.recent_window + 1) : i + 1;
-  return std::min(window_first, in.prefill.first_exact_key(i));
+  return std::min(window_first, in.prefill.first_exact_key(i, in.tokens));
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 //
 // Which keys and values a query reads: the cache's (k_cache, v_cache), except
 // that with a prefill rule "exact C" (engine/engine.h) query t reads keys
-// C floor(t / C)..t exact, and that with a recent window of W tokens (ExactTokens, window_mode recent)
+// C floor(t / C)..t exact (PrefillRule::first_exact_key, which an engine may
+// refine), and that with a recent window of W tokens (ExactTokens, window_mode recent)
 // query t reads the exact ones (k, v) for keys t-W+1..t, as a cache that holds
 // its W most recent tokens unquantized while decoding. Sinks and a tail window
 // are the same for every query: the hook writes the exact rows into the cache

@@ -73,14 +73,19 @@ KvCachePlan plan_kv_cache(const ModelConfig& config, const LayeredSpec& k, const
   chosen->check_run(request);
   plan.engine = chosen->bind(request.k, request.v, config.head_dim);
   plan.cache.engine = plan.engine.get();
-  plan.cache.prefill = prefill;
+  plan.cache.prefill = chosen->attention_prefill(prefill);
   std::vector<std::string> specs;
   // The engine's spellings as tqlab's specs, for the quantizers and the names results record.
   LayeredSpec k_spec = k, v_spec = v;
   k_spec.default_spec = chosen->quantizer_spec(k.default_spec);
   v_spec.default_spec = chosen->quantizer_spec(v.default_spec);
-  plan.cache.key = resolve(plan, specs, k_spec, config);
-  plan.cache.value = resolve(plan, specs, v_spec, config);
+  // The cache holds the engine's unquantized layers too; results record the run's specs alone.
+  LayeredSpec k_cache = k_spec, v_cache = v_spec;
+  for (const int layer : chosen->unquantized_layers(config.layers)) {
+    k_cache.layer_specs[layer] = v_cache.layer_specs[layer] = Engine::kUnquantizedSpec;
+  }
+  plan.cache.key = resolve(plan, specs, k_cache, config);
+  plan.cache.value = resolve(plan, specs, v_cache, config);
   plan.cache.exact = exact;
   plan.k = canonical(k_spec, config.head_dim);
   plan.v = canonical(v_spec, config.head_dim);

@@ -25,7 +25,10 @@ struct KvCachePlan {
 /// for a spec that does not parse or cannot take the head dim, or a layer the
 /// model does not have.
 /// `engine` (canonical spelling, engine/engine.h) is checked against the run (InputError
-/// naming `where` and what the engine supports) and bound to K and V; `prefill` is the run's.
+/// naming `where` and what the engine supports) and bound to K and V; `prefill` is the run's, which
+/// the engine turns into attention's (Engine::attention_prefill). The layers the engine keeps
+/// unquantized (Engine::unquantized_layers) are cached as Engine::kUnquantizedSpec; `k` and `v` of the
+/// plan stay the run's specs.
 KvCachePlan plan_kv_cache(const ModelConfig& config, const LayeredSpec& k, const LayeredSpec& v, ExactTokens exact,
                           const std::string& engine = "tqlab", PrefillRule prefill = {},
                           const std::string& where = "--k/--v");

@@ -125,6 +125,7 @@ std::map<std::string, std::string> dump_metadata(const ModelConfig& config, cons
       {"tqlab.git_commit", TQLAB_GIT_COMMIT},
   };
   if (!options.tokenizer_sha256.empty()) metadata["tokenizer_sha256"] = options.tokenizer_sha256;
+  metadata.insert(options.metadata.begin(), options.metadata.end());
   return metadata;
 }
 
@@ -153,11 +154,16 @@ KvDumpSummary write_model_kv_dump(const Transformer& model, const std::vector<st
   std::vector<float> logits(options.logits ? static_cast<std::size_t>(ctx) * config.vocab_size : 0);
   std::vector<float> head_major;
   const auto element = dtype_size(options.dtype);
+  KvCacheBytes cache_bytes;  // with options.cache: the hook's count, which a dump does not report
+  cache_bytes.key = cache_bytes.value = cache_bytes.key_values = cache_bytes.value_values =
+      std::vector<std::uint64_t>(static_cast<std::size_t>(config.layers), 0);
   for (int chunk = 0; chunk < chunks; ++chunk) {
     std::vector<std::int32_t> ids(tokens.begin() + static_cast<std::ptrdiff_t>(chunk) * ctx,
                                   tokens.begin() + static_cast<std::ptrdiff_t>(chunk + 1) * ctx);
     if (options.bos) ids[0] = static_cast<std::int32_t>(*config.bos_token_id);
     ForwardOptions forward_options;
+    forward_options.cache = options.cache;
+    forward_options.bytes = &cache_bytes;
     forward_options.on_qkv = [&](int layer, const float* q, const float* k, const float* v) {
       const auto at = layout.first_of_layer.find(layer);
       if (at == layout.first_of_layer.end()) return;

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ struct KvDumpWriteOptions {
   std::string tokens_path, tokens_sha256;  ///< for the metadata: the token file (or text) and its sha256
   std::string tokenizer_sha256;            ///< for the metadata, when a text was tokenized
   ChunkOptionNames names;                  ///< how the options are named in messages
+  /// The cache the forward runs under (model/kv_hook.h; not owned), null: exact. q, k and v are then
+  /// what each layer computes when the layers before it read that cache; the logits are the run's.
+  const KvCacheQuantization* cache = nullptr;
+  std::map<std::string, std::string> metadata;  ///< added to the file's metadata (what `cache` is)
   std::function<void(int done, int total)> on_chunk;
 };
 

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -50,6 +52,13 @@ void plan_engine_quantizers(const RoundtripOptions& options, RoundtripPlan& plan
   if (!options.query_spec.empty()) {
     fail("--q '{}' with --engine {}: the engine converts queries itself, it does not store them; leave --q out",
          options.query_spec, engine->spelling());
+  }
+  if (!engine->presets().empty()) {
+    // vLLM's: its formats are tqlab's own quantizers; which layers it keeps unquantized is a model's run.
+    const EngineSpecs defined = engine->defined_specs();
+    fail("--engine {}: roundtrip takes no preset engine; a preset's formats are tqlab's own specs, roundtrip "
+         "them without --engine{}",
+         engine->spelling(), defined.k.empty() ? "" : fmt::format(": --k {} --v {}", defined.k, defined.v));
   }
   EngineRunRequest request;
   request.k = options.key_spec;

@@ -149,12 +149,20 @@ void read_data(const JsonReader& reader, const std::string& config_path, SweepDa
   }
 }
 
-// "engine" and "prefill" of a model block or a run (engine/engine.h), canonical.
-template <typename Prefill>
-void read_engine_keys(const JsonReader& reader, std::string& engine, Prefill& prefill) {
+// "engine", "preset" and "prefill" of a model block or a run (engine/engine.h), canonical. A
+// "preset" (vLLM's) joins the block's own engine, else `inherited` (the model block's, for a run).
+void read_engine_keys(const JsonReader& reader, std::string& engine, std::optional<PrefillRule>& prefill,
+                      const std::string& inherited = "tqlab") {
   if (const auto found = reader.find("engine")) {
     try {
       engine = canonical_engine(found->as_string(), "engine");
+    } catch (const InputError& error) {
+      found->fail("{}", error.what());
+    }
+  }
+  if (const auto found = reader.find("preset")) {
+    try {
+      engine = engine_with_preset(engine.empty() ? inherited : engine, found->as_string(), "preset");
     } catch (const InputError& error) {
       found->fail("{}", error.what());
     }
@@ -172,7 +180,7 @@ void read_model(const JsonReader& reader, const std::string& config_path, SweepM
                 std::optional<WindowMode>& window_mode) {
   reader.allow_only(
       {"path", "tokens", "text", "tokenizer", "add_special", "ctx", "chunks", "score", "bos", "window_mode", "engine",
-       "prefill"});
+       "preset", "prefill"});
   const auto path_of = [&](const char* key, std::string& written, std::string& resolved) {
     const auto found = reader.find(key);
     if (!found) return;
@@ -329,20 +337,35 @@ void read_allocation_run(const JsonReader& reader, const std::string& config_pat
   config.v = read_layered_spec(run.at("v"));
 }
 
-void read_runs(const JsonReader& reader, const std::string& path, std::vector<SweepRunConfig>& runs) {
+// A run's "k" and "v"; an engine that defines them (a vLLM preset) fills in those not given.
+void read_run_specs(const JsonReader& run, const std::string& engine, SweepRunConfig& config) {
+  const EngineSpecs defined = parse_engine(engine, "engine")->defined_specs();
+  const auto read = [&](const char* key, const std::string& engine_spec) {
+    if (run.has(key) || engine_spec.empty()) return read_layered_spec(run.at(key));
+    return LayeredSpec{engine_spec, {}, {}, run.path() + "." + key};
+  };
+  config.k = read("k", defined.k);
+  config.v = read("v", defined.v);
+}
+
+void read_runs(const JsonReader& reader, const std::string& path, const std::string& model_engine,
+               std::vector<SweepRunConfig>& runs) {
   for (const JsonReader& run : reader.elements()) {
     SweepRunConfig config;
-    if (run.is_object() && run.has("allocation")) {
-      run.allow_only({"allocation", "window", "sink", "engine", "prefill"});
+    const bool allocation = run.is_object() && run.has("allocation");
+    if (allocation) {
+      run.allow_only({"allocation", "window", "sink", "engine", "preset", "prefill"});
+    } else {
+      run.allow_only({"k", "v", "window", "sink", "engine", "preset", "prefill"});
+    }
+    read_engine_keys(run, config.engine, config.prefill, model_engine);
+    if (allocation) {
       read_allocation_run(run.at("allocation"), path, config);
     } else {
-      run.allow_only({"k", "v", "window", "sink", "engine", "prefill"});
-      config.k = read_layered_spec(run.at("k"));
-      config.v = read_layered_spec(run.at("v"));
+      read_run_specs(run, config.engine.empty() ? model_engine : config.engine, config);
     }
     if (const auto window = run.find("window")) config.window = read_token_count(*window);
     if (const auto sink = run.find("sink")) config.sink = read_token_count(*sink);
-    read_engine_keys(run, config.engine, config.prefill);
     config.origin = run.path();
     runs.push_back(std::move(config));
   }
@@ -374,7 +397,10 @@ namespace {
 void apply_engine_defaults(SweepConfig& config) {
   for (SweepRunConfig& run : config.runs) {
     if (run.engine.empty()) run.engine = config.model ? config.model->engine : "tqlab";
-    if (!run.prefill) run.prefill = config.model ? config.model->prefill : PrefillRule{};
+    if (!run.prefill && config.model) run.prefill = config.model->prefill;
+    if (!run.prefill) {
+      run.prefill = parse_engine(run.engine, "engine")->default_prefill(config.model ? config.model->ctx : 0);
+    }
   }
 }
 
@@ -403,7 +429,9 @@ SweepConfig parse_sweep_config(const nlohmann::json& document, const std::string
   std::optional<WindowMode> model_window_mode;
   if (const auto model = root.find("model")) read_model(*model, path, config.model.emplace(), model_window_mode);
   if (const auto grid = root.find("grid")) read_grid(*grid, config.runs);
-  if (const auto runs = root.find("runs")) read_runs(*runs, path, config.runs);
+  if (const auto runs = root.find("runs")) {
+    read_runs(*runs, path, config.model ? config.model->engine : "tqlab", config.runs);
+  }
   if (config.runs.empty() && (require_runs || root.has("grid") || root.has("runs"))) {
     root.fail("no runs: give \"grid\" with non-empty \"k\" and \"v\" lists, or a non-empty \"runs\" list");
   }

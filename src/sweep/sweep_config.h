@@ -57,7 +57,7 @@ struct SweepRunConfig {
   int sink = 0;    ///< the first `sink` tokens of each sequence kept exact
   std::string origin;  ///< "grid (k[0], v[1], window[0], sink[0])" or "runs[3]", for messages
   std::string engine;  ///< canonical engine spelling (engine/engine.h); "" until the model block's default is applied
-  std::optional<PrefillRule> prefill;  ///< unset: the model block's
+  std::optional<PrefillRule> prefill;  ///< unset: the model block's, else the engine's default
 };
 
 struct MetricsConfig {
@@ -91,7 +91,9 @@ struct SweepModelConfig {
   bool bos = false;                     ///< replace each chunk's first token by the config's bos_token_id
   bool from_flags = false;              ///< given as tqlab ppl's flags: messages name --ctx, not model.ctx
   std::string engine = "tqlab";         ///< the runs' engine unless a run names its own (canonical)
-  PrefillRule prefill;                  ///< the runs' prefill unless a run names its own
+  /// The runs' prefill unless a run names its own; unset: each run's engine's default
+  /// (Engine::default_prefill: "quantized", or vLLM's one prefill of each chunk).
+  std::optional<PrefillRule> prefill;
 };
 
 struct SweepConfig {

@@ -16,9 +16,10 @@ Json spec_json(const std::string& canonical) {
 }
 
 void add_engine_json(const PlannedRun& run, Json& out) {
-  // Written only when not the default (tqlab, quantized): documents of tqlab's own runs stay as they were.
+  // Written only when not the default (tqlab; quantized unless the engine's default is another):
+  // documents of tqlab's own runs stay as they were.
   if (!is_default_engine(run.engine)) out["engine"] = run.engine;
-  if (run.prefill != PrefillRule{}) out["prefill"] = run.prefill.spelling();
+  if (prefill_written(run.engine, run.prefill)) out["prefill"] = run.prefill.spelling();
 }
 
 std::string path_for_document(const std::string& written, const std::string& resolved, const std::string& out) {

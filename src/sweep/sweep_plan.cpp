@@ -154,6 +154,13 @@ void open_dump(SweepPlan& plan) {
 std::unique_ptr<Engine> offline_engine(const SweepPlan& plan, const SweepRunConfig& run) {
   if (is_default_engine(run.engine)) return nullptr;
   std::unique_ptr<Engine> engine = parse_engine(run.engine, run.origin + ".engine");
+  if (const EngineSpecs specs = engine->defined_specs(); !specs.k.empty()) {
+    // vLLM keeps layers at fp16 by the model's depth, which a dump does not tell.
+    fail(
+        "config '{}': {}: engine {} runs end to end only (the layers it keeps unquantized depend on the model's "
+        "depth); on a dump give its formats as the run's specs: \"k\": \"{}\", \"v\": \"{}\"",
+        plan.config.config_path, run.origin, engine->spelling(), specs.k, specs.v);
+  }
   EngineRunRequest request;
   request.k = run.k.default_spec;
   request.v = run.v.default_spec;
@@ -246,7 +253,7 @@ std::string PlannedRun::identity() const {
   std::string id = fmt::format("k={} v={} window={} sink={}", k, v, window, sink);
   // Only what differs from the default, so documents of tqlab's own runs keep their ids.
   if (!is_default_engine(engine)) id += " engine=" + engine;
-  if (prefill != PrefillRule{}) id += " prefill=" + prefill.spelling();
+  if (prefill_written(engine, prefill)) id += " prefill=" + prefill.spelling();
   return id;
 }
 

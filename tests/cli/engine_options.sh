@@ -44,7 +44,8 @@ expect_refused "a tq spec on llama.cpp" "tq" -- "$TQLAB" ppl "${common[@]}" --en
   -o bad.json
 expect_refused "a window on llama.cpp" "window" -- "$TQLAB" ppl "${common[@]}" --engine llama.cpp --k q4_0 --v q4_0 \
   --window 16 -o bad.json
-expect_refused "an unknown engine" "llama.cpp" -- "$TQLAB" ppl "${common[@]}" --engine vllm --k q4_0 --v q4_0 -o bad.json
+expect_refused "an unknown engine" "llama.cpp, vllm" -- "$TQLAB" ppl "${common[@]}" --engine sglang --k q4_0 --v q4_0 \
+  -o bad.json
 expect_refused "a prefill of 0" "prefill" -- "$TQLAB" ppl "${common[@]}" --k q4_0 --v q4_0 --prefill "exact 0" -o bad.json
 cat > offline.json <<JSON
 {"model": {"path": "$model", "tokens": "$windows", "ctx": 128, "chunks": 2, "engine": "llama.cpp"},

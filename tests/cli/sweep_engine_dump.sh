@@ -93,4 +93,10 @@ cat >bad_window.json <<EOF
 EOF
 expect_refused "a window with engine llama.cpp on a dump" "runs[0]" "llama.cpp" -- \
   "$TQLAB" sweep --config bad_window.json --out bad.json --quiet
+cat >bad_preset.json <<EOF
+{"data": {"path": "$dump", "layers": [0]}, "seeds": [0],
+ "runs": [{"k": "vllm_tq_key:b=3,nc", "v": "vllm_uniform:b=3", "engine": "vllm:preset=turboquant_3bit_nc"}]}
+EOF
+expect_refused "a vLLM preset on a dump" "runs[0]" "end to end only" "vllm_uniform:b=3" -- \
+  "$TQLAB" sweep --config bad_preset.json --out bad.json --quiet
 finish
