@@ -32,6 +32,31 @@ std::vector<int> per_layer_choice(const Profile& profile, const std::vector<int>
   return choice;
 }
 
+// `profile` per layer: each (layer, role) unit the sum of its heads' bytes, values and components.
+Profile summed_by_layer(const Profile& profile) {
+  Profile out = profile;
+  out.granularity = Granularity::layer;
+  out.units.clear();
+  for (const UnitProfile& unit : profile.units) {
+    const auto same = std::find_if(out.units.begin(), out.units.end(), [&](const UnitProfile& entry) {
+      return entry.unit.layer == unit.unit.layer && entry.unit.role == unit.unit.role;
+    });
+    if (same == out.units.end()) {
+      out.units.push_back(unit);
+      out.units.back().unit.head = -1;
+      continue;
+    }
+    same->values += unit.values;
+    for (std::size_t c = 0; c < unit.candidates.size(); ++c) {
+      same->candidates[c].bytes += unit.candidates[c].bytes;
+      for (std::size_t i = 0; i < unit.candidates[c].components.size(); ++i) {
+        same->candidates[c].components[i][0] += unit.candidates[c].components[i][0];
+      }
+    }
+  }
+  return out;
+}
+
 // TensorRT-LLM's shape (allocate/layer_types.h): every type per layer enumerated gives the same least
 // damage; the plan's keys and values of a layer share its type, its range string names those types,
 // and it is never better than the allocation.
@@ -164,14 +189,18 @@ TEST(SameBitsTest, TheEngineOptimumIsNeverWorseThanARuleItsEngineCanRun) {
             std::pair<std::string, std::vector<std::string>>{"trtllm", {"nvfp4", "fp8_e4m3", "bf16", "fp16"}}}) {
         const EngineAllocation engine = allocate_for_engine(profile, Objective{}, budget, engine_name, types);
         ASSERT_TRUE(engine.best.has_value());
-        const SameBits same = same_bits_rows(profile, profile, result, engine, types);
+        const SameBits same = same_bits_rows(profile, summed_by_layer(profile), result, engine, types);
         ASSERT_GE(same.rows.size(), 5U);
+        // The engine's plan over the per-layer profile's units: the same damage (that profile is the sum).
+        ASSERT_TRUE(same.engine_on_other.has_value());
+        EXPECT_NEAR(same.engine_on_other->damage, same.rows.front().scored.damage, 1e-12);
         EXPECT_EQ(same.rows.front().kind, "engine");
         const double best = same.rows.front().scored.damage;
         for (const SameBitsRow& row : same.rows) {
           EXPECT_LE(row.fits, row.scored.bytes <= budget.capacity) << row.label;
           if (row.kind == "optimum") {
             EXPECT_LE(row.scored.damage, best * (1 + 1e-12)) << row.label;
+            EXPECT_GE(*optimum_damage_saved(same, row), -1e-12) << row.label;
           }
           const bool runnable =
               row.kind == "uniform" ||
@@ -184,6 +213,26 @@ TEST(SameBitsTest, TheEngineOptimumIsNeverWorseThanARuleItsEngineCanRun) {
       }
     }
   }
+}
+
+// A choice moves between granularities only when every head of a (layer, role) has one candidate.
+TEST(SameBitsTest, AChoiceMovesToTheOtherGranularityWhenItsHeadsAgree) {
+  std::mt19937_64 rng(30);
+  const Profile by_head = random_profile(rng, 3, kThree);
+  const Profile by_layer = summed_by_layer(by_head);
+  std::vector<int> per_layer;
+  for (const UnitProfile& unit : by_layer.units)
+    per_layer.push_back((unit.unit.layer + (unit.unit.role == Role::key)) % 3);
+  const std::optional<std::vector<int>> heads = choice_on(by_layer, per_layer, by_head);
+  ASSERT_TRUE(heads.has_value());
+  for (std::size_t u = 0; u < by_head.units.size(); ++u) {
+    const AllocationUnit& unit = by_head.units[u].unit;
+    EXPECT_EQ((*heads)[u], (unit.layer + (unit.role == Role::key)) % 3) << unit.name();
+  }
+  EXPECT_EQ(choice_on(by_head, *heads, by_layer), per_layer);
+  std::vector<int> split = *heads;
+  split[0] = (split[0] + 1) % 3;  // L0.h0.K differs from L0.h1.K
+  EXPECT_FALSE(choice_on(by_head, split, by_layer).has_value());
 }
 
 }  // namespace

@@ -188,9 +188,7 @@ Json engine_json(const EngineAllocation& engine, const Budget& budget) {
 Json same_bits_json(const AllocationReport& report) {
   const SameBits& same = *report.same_bits;
   Json rows = Json::array();
-  const SameBitsRow* engine = nullptr;
   for (const SameBitsRow& row : same.rows) {
-    if (row.kind == "engine") engine = &row;
     Json entry = choice_json(row.on_other ? same.other : report.profile, row.scored, false);
     entry["label"] = row.label;
     entry["kind"] = row.kind;
@@ -200,10 +198,17 @@ Json same_bits_json(const AllocationReport& report) {
   }
   Json saved = Json::object();
   for (const SameBitsRow& row : same.rows) {
-    if (row.kind == "optimum" && engine)
-      saved[row.scored.name] = optional_number(damage_saved(row.scored.damage, engine->scored.damage));
+    if (row.kind == "optimum") saved[row.scored.name] = optional_number(optimum_damage_saved(same, row));
   }
-  return {{"rows", std::move(rows)}, {"optimum_damage_saved", std::move(saved)}};
+  Json engine_on_other;
+  if (same.engine_on_other) {
+    engine_on_other = {{"granularity", granularity_name(same.other.granularity)},
+                       {"damage", same.engine_on_other->damage},
+                       {"predicted", named_numbers(same.engine_on_other->predicted)}};
+  }
+  return {{"rows", std::move(rows)},
+          {"engine_on_other", std::move(engine_on_other)},
+          {"optimum_damage_saved", std::move(saved)}};
 }
 
 }  // namespace

@@ -14,7 +14,8 @@
 //                                 "model_damage", "model_optimum"}]}           (with --calibrate)
 //  "engine": {"name", "shape", "invocation", "best", "measured_as", "plans"}     (with --engine)
 //  "same_bits": {"rows": [{"name", "bits", "bytes", "damage", "predicted", "run", "label", "kind",
-//                          "granularity", "fits"}], "optimum_damage_saved": {NAME: 1 - damage / engine's}}
+//                          "granularity", "fits"}], "engine_on_other": {"granularity", "damage", "predicted"},
+//                "optimum_damage_saved": {NAME: 1 - damage / engine's, both by NAME's profile}}
 //  "verify": {"seeds", "base": {"ppl", "ppl_se"} | null,
 //             "runs": [{"names", "id", "bits", "metrics": {METRIC: {"mean", "se", "std", "per_seed"}},
 //                       "ratio": {METRIC: measured mean / predicted}}]}         (with --verify)

@@ -205,9 +205,12 @@ std::string optimum_gain_text(const AllocationReport& report) {
   std::string text;
   for (const SameBitsRow& row : rows) {
     if (row.kind != "optimum") continue;
-    const std::optional<double> predicted = damage_saved(row.scored.damage, engine->scored.damage);
-    text += fmt::format("  the {} has {} less predicted damage than {}", row.label,
-                        predicted ? fmt::format("{:.1f}%", 100 * *predicted) : "-", engine->label);
+    const std::optional<double> predicted = optimum_damage_saved(*report.same_bits, row);
+    text += fmt::format(
+        "  the {} has {} less predicted damage than {}{}", row.label,
+        predicted ? fmt::format("{:.1f}%", 100 * *predicted) : "-", engine->label,
+        row.on_other ? fmt::format(" (both by the {} profile)", granularity_name(report.same_bits->other.granularity))
+                     : "");
     const std::optional<double> ours = measured(row), theirs = measured(*engine);
     const std::optional<double> saved = ours && theirs ? damage_saved(*ours, *theirs) : std::nullopt;
     text += saved ? fmt::format(", {:.1f}% less measured {}\n", 100 * *saved, metric) : "\n";

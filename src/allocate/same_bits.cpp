@@ -1,5 +1,7 @@
 #include "allocate/same_bits.h"
 
+#include <algorithm>
+#include <map>
 #include <utility>
 
 #include "allocate/folklore_rules.h"
@@ -32,8 +34,13 @@ SameBits same_bits_rows(const Profile& profile, Profile other, const AllocationR
                         const EngineAllocation& engine, const std::vector<std::string>& engine_types) {
   SameBits out;
   out.other = std::move(other);
-  if (engine.best)
-    out.rows.push_back(row(engine.plans[*engine.best].scored.name, "engine", engine.plans[*engine.best].scored));
+  if (engine.best) {
+    const ScoredChoice& best = engine.plans[*engine.best].scored;
+    out.rows.push_back(row(best.name, "engine", best));
+    if (const std::optional<std::vector<int>> mapped = choice_on(profile, best.choice, out.other)) {
+      out.engine_on_other = score_choice(out.other, result.objective, best.name, *mapped);
+    }
+  }
   out.rows.push_back(
       row(std::string(granularity_label(profile.granularity)) + " (the allocation)", "optimum", result.allocation));
   ScoredChoice other_optimum =
@@ -55,6 +62,26 @@ const SameBitsRow* same_bits_row(const SameBits& same, const std::string& name) 
     if (entry.scored.name == name) return &entry;
   }
   return nullptr;
+}
+
+std::optional<double> optimum_damage_saved(const SameBits& same, const SameBitsRow& row) {
+  const auto engine =
+      std::find_if(same.rows.begin(), same.rows.end(), [](const SameBitsRow& entry) { return entry.kind == "engine"; });
+  if (engine == same.rows.end()) return std::nullopt;
+  if (!row.on_other) return damage_saved(row.scored.damage, engine->scored.damage);
+  return same.engine_on_other ? damage_saved(row.scored.damage, same.engine_on_other->damage) : std::nullopt;
+}
+
+std::optional<std::vector<int>> choice_on(const Profile& from, const std::vector<int>& choice, const Profile& to) {
+  std::map<std::pair<int, Role>, int> by_layer_role;
+  for (std::size_t u = 0; u < from.units.size(); ++u) {
+    const auto [at, fresh] =
+        by_layer_role.emplace(std::pair{from.units[u].unit.layer, from.units[u].unit.role}, choice[u]);
+    if (!fresh && at->second != choice[u]) return std::nullopt;
+  }
+  std::vector<int> out;
+  for (const UnitProfile& unit : to.units) out.push_back(by_layer_role.at({unit.unit.layer, unit.unit.role}));
+  return out;
 }
 
 std::optional<double> damage_saved(double optimum, double engine) {

@@ -28,6 +28,9 @@ struct SameBitsRow {
 struct SameBits {
   Profile other;                  ///< the profile at the other granularity
   std::vector<SameBitsRow> rows;  ///< engine, optima, uniform, rules; those that exist
+  /// The engine's best plan predicted by `other` (an engine's plan gives every head of a layer its
+  /// role's type, so it is a choice over either profile's units): what the other optimum is held to.
+  std::optional<ScoredChoice> engine_on_other;
 };
 
 /// The granularity the allocation was not solved at.
@@ -45,5 +48,14 @@ const SameBitsRow* same_bits_row(const SameBits& same, const std::string& name);
 
 /// How much less damage `optimum` has than `engine`: 1 - optimum / engine (nullopt when engine is 0).
 std::optional<double> damage_saved(double optimum, double engine);
+
+/// damage_saved of optimum row `row` against the engine's best plan, both predicted by the profile
+/// that predicts `row`; nullopt without an engine plan.
+std::optional<double> optimum_damage_saved(const SameBits& same, const SameBitsRow& row);
+
+/// `choice` over `from`'s units as a choice over `to`'s (the same layers and candidates, another
+/// granularity): each unit of `to` takes the candidate of `from`'s units of its layer and role;
+/// nullopt when those differ between heads.
+std::optional<std::vector<int>> choice_on(const Profile& from, const std::vector<int>& choice, const Profile& to);
 
 }  // namespace tqlab

@@ -89,6 +89,7 @@ per_layer = next(row for row in rows if row["label"] == "per-layer optimum")
 assert per_layer["granularity"] == "layer" and rows[1]["granularity"] == "layer-head", rows
 saved = doc["same_bits"]["optimum_damage_saved"]
 assert set(saved) == {"allocation", "per-layer optimum"} and all(0 <= v < 1 for v in saved.values()), saved
+assert doc["same_bits"]["engine_on_other"]["granularity"] == "layer", doc["same_bits"]["engine_on_other"]
 # Measured too, llama.cpp's one-type plan beats every rule and uniform type that fits the same bits.
 kld = {name: run["metrics"]["e2e_kld"]["mean"] for run in doc["verify"]["runs"] for name in run["names"]}
 for row in rows:
