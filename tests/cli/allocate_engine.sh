@@ -9,7 +9,12 @@
 #   tests/cli/llamacpp_reference.sh);
 # - ik_llama.cpp's plans (a type per role and others for the first N and last M layers) are never
 #   worse than llama.cpp's at the same budget, and their flags name the ranges; vllm's are its presets
-#   with the layers they keep unquantized;
+#   with the layers they keep unquantized; trtllm's a dtype per layer in TensorRT-LLM's range string;
+# - beside the engine's plan, at the same bits: the per-head and per-layer optima, uniform and the rules
+#   (boundary, vLLM's, ik_llama.cpp's 15%/10%), every row that fits measured; the engine's plan never
+#   worse than a rule it can run (predicted), and measured where the margin is wide;
+# - on a random-weight model with a planted fragile layer (tools/make_fragile_checkpoint.py) the
+#   allocation, TensorRT-LLM's plan and vLLM's skip list all single that layer out;
 # - what the engine cannot run is one line and exit 2.
 # The npm package is a test dependency tools/install_deps.sh installs: missing, this test FAILS.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -206,6 +211,19 @@ kld = {name: run["metrics"]["e2e_kld"]["mean"] for run in doc["verify"]["runs"] 
 for row in doc["same_bits"]["rows"]:
     if row["kind"] in ("uniform", "rule") and row["fits"]:
         assert best["damage"] <= row["damage"] and kld[best["name"]] <= kld[row["name"]], (best, row, kld)
+PY
+
+# vLLM on the same model at 9 bits: the critical layer found automatically (vLLM #22195) is the planted
+# one, kept unquantized by --kv-cache-dtype-skip-layers; vLLM's own boundary rule fits and predicts worse.
+expect_exit 0 "allocate --engine vllm on the fragile model" -- "$TQLAB" allocate --config fragile.json \
+  --engine vllm --budget 9 --threads 2 -o alloc_fragile_vllm.json --quiet
+"$python" - alloc_fragile_vllm.json <<'PY' || fail "vLLM's plan does not keep the fragile layer, or its rule beats it"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+best = doc["engine"]["best"]
+assert best["skip_layers"] == [5] and doc["engine"]["invocation"].endswith("--kv-cache-dtype-skip-layers 5"), best
+rule = next(row for row in doc["same_bits"]["rows"] if row["label"].startswith("vLLM's boundary rule (layers 0-1 and"))
+assert rule["fits"] and best["damage"] <= rule["damage"], (best, rule)
 PY
 
 # rot=off: the flags carry the environment variable.
