@@ -62,10 +62,10 @@ struct EnginePlan {
 };
 
 struct EngineAllocation {
-  std::string engine;  ///< canonical spelling ("llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp")
+  std::string engine;  ///< canonical spelling ("llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp", "vllm", "trtllm")
   std::string shape;   ///< what the engine can express, one line
-  /// llama.cpp: every plan, by ascending bits; ik_llama.cpp: the best only (its plans are too many
-  /// to list: layer_ranges.h)
+  /// llama.cpp: every plan, by ascending bits; vllm: each preset's best; ik_llama.cpp, trtllm: the best
+  /// only (their plans are too many to list: layer_ranges.h, layer_types.h)
   std::vector<EnginePlan> plans;
   std::optional<std::size_t> best;  ///< index in plans of the least predicted damage within the budget
   std::string invocation;           ///< the engine's flags for the best plan ("-ctk q8_0 -ctv q4_0 -fa on")
