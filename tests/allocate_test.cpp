@@ -23,6 +23,7 @@
 #include "allocate/knapsack.h"
 #include "allocate/profile_cache.h"
 #include "allocate/profile_json.h"
+#include "allocate_test_util.h"
 #include "model_test_util.h"
 #include "quant/vllm_presets.h"
 #include "test_support.h"
@@ -74,35 +75,6 @@ TEST(KnapsackTest, ExactEqualsBruteForceOnRandomInstances) {
     }
   }
   EXPECT_GT(feasible, 500);
-}
-
-// A profile of `layers` layers x 2 heads x K/V units whose damages fall with bits at random rates.
-Profile random_profile(std::mt19937_64& rng, int layers, const std::vector<std::string>& candidates) {
-  Profile profile;
-  profile.kind = ProfileKind::model;
-  profile.granularity = Granularity::layer_head;
-  profile.candidates = candidates;
-  profile.seeds = {0};
-  std::vector<LayerHeads> shape;
-  for (int layer = 0; layer < layers; ++layer) {
-    shape.push_back({layer, 2});
-    profile.layers.push_back(layer);
-  }
-  std::uniform_real_distribution<double> sensitivity(0.01, 5.0);
-  for (const AllocationUnit& unit : allocation_units(shape, Granularity::layer_head)) {
-    UnitProfile& entry = profile.units.emplace_back();
-    entry.unit = unit;
-    entry.values = 64 * 96;
-    const double scale = sensitivity(rng);
-    for (std::size_t c = 0; c < candidates.size(); ++c) {
-      UnitMeasurement& measured = entry.candidates.emplace_back();
-      const int bits = static_cast<int>(c) + 2;
-      measured.bytes = entry.values * bits / 8 + 2 * 96;  // packed values plus a norm per vector
-      const double damage = scale * std::exp2(-2.0 * bits);
-      measured.components = {{damage}, {damage / 2}};
-    }
-  }
-  return profile;
 }
 
 const std::vector<std::string> kLadder{"tq:b=2,nc", "tq:b=3,nc", "tq:b=4,nc", "tq:b=5,nc"};

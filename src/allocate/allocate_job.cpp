@@ -17,6 +17,7 @@
 #include "allocate/profile_json.h"
 #include "allocate/profile_shard.h"
 #include "allocate/profile_work.h"
+#include "allocate/same_bits.h"
 #include "allocate/verify.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -149,7 +150,8 @@ MeasuredProfile measured_profile(const AllocateContext& context, ProfileKind kin
   const Profile expected = profile_skeleton(context, kind, measured_granularity(kind, granularity));
   MeasuredProfile out;
   std::optional<Profile> cached;
-  if (!request.profile_file.empty() && kind == request.kind) {
+  if (!request.profile_file.empty() && kind == request.kind &&
+      measured_granularity(kind, granularity) == measured_granularity(request.kind, request.granularity)) {
     cached = read_profile_document(request.profile_file, nullptr);
     if (cached->content_key != key) {
       fail(
@@ -232,6 +234,27 @@ CalibrationReport calibrate(const AllocateContext& context, const Profile& offli
   return report;
 }
 
+// --engine: the engine's plans and the rows at the same bits (the profile at the other granularity
+// measured or read for them), and the choices and engine runs --verify measures for them.
+void solve_for_engine(const AllocateContext& context, const Budget& budget, AllocationReport& report,
+                      std::vector<ProfiledChoice>& choices, std::vector<EngineRunChoice>& engine_runs) {
+  const AllocateJobRequest& request = context.request;
+  report.engine = allocate_for_engine(report.profile, request.objective, budget, request.engine, request.engine_types);
+  if (report.engine->best) {
+    const EnginePlan& best = report.engine->plans[*report.engine->best];
+    choices.push_back({&report.profile, &best.scored});
+    if (report.engine->runs_itself) {
+      engine_runs.push_back({engine_run_name(*report.engine), request.engine, best.k.base, best.v.base});
+    }
+  }
+  Profile other = measured_profile(context, request.kind, other_granularity(request.granularity)).profile;
+  report.same_bits = same_bits_rows(report.profile, std::move(other), report.result, *report.engine,
+                                    engine_type_names(request.engine, request.engine_types));
+  for (const SameBitsRow& row : report.same_bits->rows) {
+    if (row.fits) choices.push_back({row.on_other ? &report.same_bits->other : &report.profile, &row.scored});
+  }
+}
+
 }  // namespace
 
 AllocateJobOutcome run_allocate_job(const SweepConfig& config, const SweepModel* model,
@@ -254,23 +277,13 @@ AllocateJobOutcome run_allocate_job(const SweepConfig& config, const SweepModel*
   if (request.calibrate) report.calibration = calibrate(context, report.profile);
   const Budget budget = resolve_budget(report.profile, request.budget, "--budget");
   report.result = allocate_bits(report.profile, request.objective, budget);
-  std::vector<const ScoredChoice*> choices = verified_choices(report.result);
+  std::vector<ProfiledChoice> choices;
+  for (const ScoredChoice* choice : verified_choices(report.result)) choices.push_back({&report.profile, choice});
   std::vector<EngineRunChoice> engine_runs;
-  if (!request.engine.empty()) {
-    report.engine =
-        allocate_for_engine(report.profile, request.objective, budget, request.engine, request.engine_types);
-    if (report.engine->best) {
-      const EnginePlan& best = report.engine->plans[*report.engine->best];
-      choices.push_back(&best.scored);
-      if (report.engine->runs_itself) {
-        engine_runs.push_back({engine_run_name(*report.engine), request.engine, best.k.base, best.v.base});
-      }
-    }
-  }
+  if (!request.engine.empty()) solve_for_engine(context, budget, report, choices, engine_runs);
   if (request.verify) {
     const Step step(request, "verify");
-    report.verification =
-        verify_choices(config, report.profile, choices, request.threads, step.progress(), engine_runs);
+    report.verification = verify_choices(config, choices, request.threads, step.progress(), engine_runs);
   }
   report.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   writer.write(allocation_json(report).dump(1) + "\n");

@@ -72,6 +72,13 @@ ScoredChoice score_choice(const Profile& profile, const Objective& objective, st
   return scored;
 }
 
+std::optional<double> predicted_value(const ScoredChoice& choice, std::string_view name) {
+  for (const auto& [metric, value] : choice.predicted) {
+    if (metric == name) return value;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::pair<std::string, double>> predicted_metrics(const Profile& profile, const std::vector<int>& choice) {
   const auto sum = [&](const char* component, std::optional<Role> role) {
     const std::size_t index = profile.component_index(component);

@@ -53,6 +53,9 @@ std::vector<std::pair<std::string, double>> predicted_metrics(const Profile& pro
 ScoredChoice score_choice(const Profile& profile, const Objective& objective, std::string name,
                           std::vector<int> choice);
 
+/// The predicted metric `name` of `choice`; nullopt when it has none.
+std::optional<double> predicted_value(const ScoredChoice& choice, std::string_view name);
+
 /// The optimum's predicted damage at one budget.
 struct FrontierPoint {
   double bits = 0;         ///< the budget

@@ -23,20 +23,20 @@ Json named_numbers(const std::vector<std::pair<std::string, double>>& values) {
   return out;
 }
 
-std::optional<double> predicted_value(const ScoredChoice& choice, const std::string& name) {
-  for (const auto& [metric, value] : choice.predicted) {
-    if (metric == name) return value;
-  }
-  return std::nullopt;
-}
-
-const ScoredChoice* choice_named(const AllocationResult& result, const std::string& name) {
+// The choice named `name`: the allocation, a uniform spec, the boundary rule, the engine's best plan or a
+// row at the same bits.
+const ScoredChoice* choice_named(const AllocationReport& report, const std::string& name) {
+  const AllocationResult& result = report.result;
   if (result.allocation.name == name) return &result.allocation;
   for (const ScoredChoice& uniform : result.uniform) {
     if (uniform.name == name) return &uniform;
   }
   if (result.boundary && result.boundary->name == name) return &*result.boundary;
-  return nullptr;
+  if (report.engine && report.engine->best && report.engine->plans[*report.engine->best].scored.name == name) {
+    return &report.engine->plans[*report.engine->best].scored;
+  }
+  const SameBitsRow* row = report.same_bits ? same_bits_row(*report.same_bits, name) : nullptr;
+  return row ? &row->scored : nullptr;
 }
 
 std::string damage_description(const Profile& profile, const Objective& objective) {
@@ -90,7 +90,7 @@ Json verify_json(const AllocationReport& report) {
                        {"per_seed", std::move(per_seed)}};
     }
     Json ratio = Json::object();
-    if (const ScoredChoice* choice = choice_named(report.result, run.names.front())) {
+    if (const ScoredChoice* choice = choice_named(report, run.names.front())) {
       for (const std::string& name : ratio_metrics(*choice)) {
         const std::optional<double> measured = measured_mean(run, name);
         const std::optional<double> predicted = predicted_value(*choice, name);
@@ -130,21 +130,6 @@ Json calibration_json(const CalibrationReport& calibration) {
           {"agreement", std::move(agreement)}};
 }
 
-// "0.0123 ± 0.0004" from a verified metric (± the std over seeds when there are several).
-std::string measured_cell(const VerifiedRun& run, const std::string& name, const char* format) {
-  for (const auto& [metric, summary] : run.metrics) {
-    if (metric != name || !summary.mean) continue;
-    std::string text = fmt::format(fmt::runtime(format), *summary.mean);
-    if (summary.seed_std) {
-      std::string spread = fmt::format(fmt::runtime(format), *summary.seed_std);
-      if (!spread.empty() && spread.front() == '+') spread.erase(0, 1);  // a signed format: a spread has no sign
-      text += " ± " + spread;
-    }
-    return text;
-  }
-  return "-";
-}
-
 // One role's types: "k" its base type, "k_first"/"k_last" [type, layers] when it has ranges.
 void add_role_json(Json& out, const std::string& name, const RoleTypes& role) {
   out[name] = role.base;
@@ -154,6 +139,11 @@ void add_role_json(Json& out, const std::string& name, const RoleTypes& role) {
 
 // A plan's types: a vLLM preset with its layers, or each role's.
 void add_plan_json(Json& out, const EnginePlan& plan) {
+  if (!plan.layer_types.empty()) {  // TensorRT-LLM: a dtype per layer, keys and values alike
+    out["layer_types"] = plan.layer_types;
+    out["dtype"] = plan.layer_ranges;
+    return;
+  }
   if (!plan.preset.empty()) {
     out["preset"] = plan.preset;
     out["skip_layers"] = plan.skip_layers;
@@ -193,28 +183,32 @@ Json engine_json(const EngineAllocation& engine, const Budget& budget) {
           {"plans", std::move(plans)}};
 }
 
-// The engine's lines of the table: its best plan against the allocation, the flags, and with
-// --verify the plan measured under the engine itself and under tqlab's semantics.
-std::string engine_text(const AllocationReport& report) {
-  if (!report.engine) return "";
-  const EngineAllocation& engine = *report.engine;
-  const ScoredChoice& allocation = report.result.allocation;
-  std::string text = fmt::format("\nengine {}: {}\n", engine.engine, engine.shape);
-  if (!engine.best) return text + fmt::format("  no plan fits {:.4f} bits per value\n", report.result.budget.bits);
-  const EnginePlan& best = engine.plans[*engine.best];
-  text += fmt::format(
-      "  best within the budget: {:.4f} bits, predicted damage {:.5g} (the allocation: {:.5g} at {:.4f} bits)\n"
-      "  run it with: {}\n",
-      best.scored.bits, best.scored.damage, allocation.damage, allocation.bits, engine.invocation);
-  if (!report.verification) return text;
-  for (const std::string& name : std::vector<std::string>{engine_run_name(engine), best.scored.name, allocation.name}) {
-    const VerifiedRun* run = verified_run(*report.verification, name);
-    if (run == nullptr) continue;
-    text += fmt::format("  measured, {}: bits_kv {:.4f}, e2e_kld {}, e2e_ppl_delta_pct {}\n",
-                        name == best.scored.name ? name + " (tqlab's semantics)" : name, run->bits.bits_kv,
-                        measured_cell(*run, "e2e_kld", "{:.5f}"), measured_cell(*run, "e2e_ppl_delta_pct", "{:+.3f}"));
+// The "same_bits" section: every row at the budget, and how much less damage each unconstrained
+// optimum has than the engine's best plan (predicted; measured in "verify").
+Json same_bits_json(const AllocationReport& report) {
+  const SameBits& same = *report.same_bits;
+  Json rows = Json::array();
+  for (const SameBitsRow& row : same.rows) {
+    Json entry = choice_json(row.on_other ? same.other : report.profile, row.scored, false);
+    entry["label"] = row.label;
+    entry["kind"] = row.kind;
+    entry["granularity"] = granularity_name(row.on_other ? same.other.granularity : report.profile.granularity);
+    entry["fits"] = row.fits;
+    rows.push_back(std::move(entry));
   }
-  return text;
+  Json saved = Json::object();
+  for (const SameBitsRow& row : same.rows) {
+    if (row.kind == "optimum") saved[row.scored.name] = optional_number(optimum_damage_saved(same, row));
+  }
+  Json engine_on_other;
+  if (same.engine_on_other) {
+    engine_on_other = {{"granularity", granularity_name(same.other.granularity)},
+                       {"damage", same.engine_on_other->damage},
+                       {"predicted", named_numbers(same.engine_on_other->predicted)}};
+  }
+  return {{"rows", std::move(rows)},
+          {"engine_on_other", std::move(engine_on_other)},
+          {"optimum_damage_saved", std::move(saved)}};
 }
 
 }  // namespace
@@ -264,6 +258,7 @@ nlohmann::ordered_json allocation_json(const AllocationReport& report) {
   out["uniform"] = std::move(uniform);
   if (report.calibration) out["calibration"] = calibration_json(*report.calibration);
   if (report.engine) out["engine"] = engine_json(*report.engine, result.budget);
+  if (report.same_bits) out["same_bits"] = same_bits_json(report);
   if (report.verification) out["verify"] = verify_json(report);
   out["profile"] = profile_json(profile, &result.objective);
   out["cache"] = {{"path", report.cache_path}, {"hit", report.cache_hit}};
@@ -271,104 +266,6 @@ nlohmann::ordered_json allocation_json(const AllocationReport& report) {
                    {"profile_seconds", report.profile_seconds},
                    {"verify_seconds", report.verification ? report.verification->seconds : 0.0}};
   return out;
-}
-
-std::string allocation_table(const AllocationReport& report) {
-  const Profile& profile = report.profile;
-  const AllocationResult& result = report.result;
-  std::string text = fmt::format(
-      "{} profile, {} units ({}), {} candidates; budget {:.4f} bits per value ({}); solver {}{}\n",
-      profile_kind_name(profile.kind), profile.units.size(), granularity_name(profile.granularity),
-      profile.candidates.size(), result.budget.bits, result.budget.given, result.solver,
-      result.solver == "dp" ? " (exact)" : fmt::format(" (gap {:.3g})", result.allocation.damage - result.lower_bound));
-
-  // The unit map: a row per layer, a column per (role, head).
-  std::vector<std::string> columns;
-  for (const UnitProfile& unit : profile.units) {
-    if (unit.unit.layer != profile.layers.front()) break;
-    columns.push_back(unit.unit.head < 0
-                          ? (unit.unit.role == Role::key ? "K" : "V")
-                          : fmt::format("{}.h{}", unit.unit.role == Role::key ? "K" : "V", unit.unit.head));
-  }
-  std::vector<std::size_t> order(columns.size());  // keys' columns first, then values'
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return columns[a].front() == 'K' && columns[b].front() == 'V';
-  });
-  text += "\nbits per value of each unit's spec:\n" + fmt::format("{:<6}", "layer");
-  for (std::size_t column : order) text += fmt::format("  {:>6}", columns[column]);
-  text += "\n";
-  for (std::size_t row = 0; row < profile.layers.size(); ++row) {
-    text += fmt::format("{:<6}", profile.layers[row]);
-    for (std::size_t column : order) {
-      const std::size_t u = row * columns.size() + column;
-      const UnitProfile& unit = profile.units[u];
-      const std::uint64_t bytes = unit.candidates[static_cast<std::size_t>(result.allocation.choice[u])].bytes;
-      text += fmt::format("  {:>6.2f}", 8.0 * static_cast<double>(bytes) / static_cast<double>(unit.values));
-    }
-    text += "\n";
-  }
-
-  // A row per choice: predicted, then (with --verify) measured.
-  const bool model = profile.kind == ProfileKind::model;
-  const std::vector<std::string> predicted = model ? std::vector<std::string>{"e2e_kld", "e2e_ppl_delta_pct"}
-                                                   : std::vector<std::string>{"attn_out_rel_err", "attn_kl"};
-  std::vector<const ScoredChoice*> rows{&result.allocation};
-  for (const ScoredChoice& uniform : result.uniform) rows.push_back(&uniform);
-  if (result.boundary) rows.push_back(&*result.boundary);
-  std::size_t name_width = 6;
-  for (const ScoredChoice* row : rows) name_width = std::max(name_width, row->name.size());
-  text += fmt::format("\n{:<{}}  {:>7}  {:>12}", "choice", name_width, "bits", "damage");
-  for (const std::string& name : predicted) text += fmt::format("  {:>17}", "pred " + name);
-  text += "\n";
-  for (const ScoredChoice* row : rows) {
-    text += fmt::format("{:<{}}  {:>7.4f}  {:>12.5g}", row->name, name_width, row->bits, row->damage);
-    for (const std::string& name : predicted) text += fmt::format("  {:>17.5g}", *predicted_value(*row, name));
-    text += "\n";
-  }
-  if (report.calibration) {
-    const CalibrationReport& calibration = *report.calibration;
-    text += fmt::format(
-        "\ncalibration to the model profile ({} pairs): key weight {:.4g}, log RMS {:.3f}, Spearman rho {:.3f}\n",
-        calibration.fit.pairs, calibration.fit.key_weight, calibration.fit.log_rms, calibration.fit.rank_correlation);
-    for (const ProfileAgreement& entry : calibration.agreement) {
-      text += fmt::format(
-          "  {}: same spec on {:.0f}% of units, mean |bits difference| {:.3f}, model damage {:.5g} "
-          "(the model profile's optimum {:.5g})\n",
-          entry.name, 100 * entry.same_choice_share, entry.mean_abs_bits_difference, entry.reference_damage,
-          entry.reference_optimum);
-    }
-  }
-  if (!report.verification) return text + engine_text(report);
-
-  const Verification& verification = *report.verification;
-  std::vector<std::pair<std::string, const char*>> measured;
-  const bool end_to_end = verification.base.has_value();
-  if (!model) {
-    measured.emplace_back("attn_out_rel_err", "{:.5f}");
-    measured.emplace_back("attn_kl", "{:.5f}");
-  }
-  if (end_to_end) {
-    measured.emplace_back("e2e_kld", "{:.5f}");
-    measured.emplace_back("e2e_ppl_delta_pct", "{:+.3f}");
-  }
-  const std::string ratio_name = model ? "e2e_kld" : "attn_out_rel_err";
-  text += fmt::format("\nmeasured by the sweep ({} seed{}; ± the std over seeds):\n{:<{}}  {:>7}",
-                      verification.seeds.size(), verification.seeds.size() == 1 ? "" : "s", "choice", name_width,
-                      "bits_kv");
-  for (const auto& [name, format] : measured) text += fmt::format("  {:>22}", name);
-  text += fmt::format("  {:>12}\n", "meas/pred");
-  for (const ScoredChoice* row : verified_choices(result)) {
-    const VerifiedRun* run = verified_run(verification, row->name);
-    if (run == nullptr) continue;
-    text += fmt::format("{:<{}}  {:>7.4f}", row->name, name_width, run->bits.bits_kv);
-    for (const auto& [name, format] : measured) text += fmt::format("  {:>22}", measured_cell(*run, name, format));
-    const std::optional<double> value = measured_mean(*run, ratio_name);
-    const std::optional<double> expected = predicted_value(*row, ratio_name);
-    text += value && expected && *expected != 0 ? fmt::format("  {:>12.3f}\n", *value / *expected)
-                                                : fmt::format("  {:>12}\n", "-");
-  }
-  return text + engine_text(report);
 }
 
 }  // namespace tqlab

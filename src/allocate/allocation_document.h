@@ -12,6 +12,10 @@
 //  "calibration": {"key_metric", "key_weight", "scale", "pairs", "log_rms", "rank_correlation",
 //                  "agreement": [{"name", "key_weight", "same_choice_share", "mean_abs_bits_difference",
 //                                 "model_damage", "model_optimum"}]}           (with --calibrate)
+//  "engine": {"name", "shape", "invocation", "best", "measured_as", "plans"}     (with --engine)
+//  "same_bits": {"rows": [{"name", "bits", "bytes", "damage", "predicted", "run", "label", "kind",
+//                          "granularity", "fits"}], "engine_on_other": {"granularity", "damage", "predicted"},
+//                "optimum_damage_saved": {NAME: 1 - damage / engine's, both by NAME's profile}}
 //  "verify": {"seeds", "base": {"ppl", "ppl_se"} | null,
 //             "runs": [{"names", "id", "bits", "metrics": {METRIC: {"mean", "se", "std", "per_seed"}},
 //                       "ratio": {METRIC: measured mean / predicted}}]}         (with --verify)
@@ -32,6 +36,7 @@
 #include "allocate/agreement.h"
 #include "allocate/allocation.h"
 #include "allocate/engine_shapes.h"
+#include "allocate/same_bits.h"
 #include "allocate/verify.h"
 
 namespace tqlab {
@@ -49,6 +54,7 @@ struct AllocationReport {
   std::optional<CalibrationReport> calibration;
   std::optional<Verification> verification;
   std::optional<EngineAllocation> engine;  ///< with --engine: the plans the engine can run
+  std::optional<SameBits> same_bits;       ///< with --engine: the rows side by side at the budget
   std::string cache_path;
   bool cache_hit = false;
   double total_seconds = 0, profile_seconds = 0;
@@ -62,7 +68,8 @@ nlohmann::ordered_json allocation_json(const AllocationReport& report);
 
 /// The unit map (bits per value of each unit's choice: a row per layer, a column per role and
 /// head) and one row per choice: bits, predicted damage and metrics, and with --verify the
-/// measured ones with their spread over seeds and measured / predicted.
+/// measured ones with their spread over seeds and measured / predicted; with --engine the engine's
+/// best plan and its flags, and the rows at the same bits (allocate/same_bits.h).
 std::string allocation_table(const AllocationReport& report);
 
 }  // namespace tqlab

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "allocate/layer_ranges.h"
+#include "allocate/layer_types.h"
 #include "allocate/skip_layers.h"
 #include "core/error.h"
 #include "engine/engine.h"
@@ -17,6 +19,19 @@ namespace {
 
 constexpr const char* kIkLlamaCpp = "ik_llama.cpp";
 constexpr const char* kVllm = "vllm";
+constexpr const char* kTrtllm = "trtllm";
+
+// TensorRT-LLM's dtype strings for tqlab's specs of its KV cache types: "fp8" and "nvfp4" as
+// KvCacheConfig.dtype takes them, the 16-bit types as tensorrt_llm/_utils.py's dtype table spells them.
+constexpr std::pair<std::string_view, std::string_view> kTrtllmDtypes[] = {
+    {"fp16", "float16"}, {"bf16", "bfloat16"}, {"fp8_e4m3", "fp8"}, {"nvfp4", "nvfp4"}};
+
+std::string_view trtllm_dtype(std::string_view spec) {
+  for (const auto& [ours, theirs] : kTrtllmDtypes) {
+    if (ours == spec) return theirs;
+  }
+  return {};
+}
 
 bool is_llamacpp(const std::string& engine) { return engine.rfind("llama.cpp", 0) == 0; }
 
@@ -40,6 +55,8 @@ std::string role_flags(const char* flag, const RoleTypes& role) {
 // quantized V cache needs flash attention), and the environment variable that turns llama.cpp's
 // cache rotation off.
 std::string invocation(const std::string& engine, const EnginePlan& plan) {
+  // TensorRT-LLM: the LLM API's KvCacheConfig(dtype=...), as trtllm-serve's --extra_llm_api_options YAML.
+  if (!plan.layer_ranges.empty()) return fmt::format("kv_cache_config: {{dtype: \"{}\"}}", plan.layer_ranges);
   if (!plan.preset.empty()) {
     std::string text = "--kv-cache-dtype " + plan.preset;
     if (!plan.skip_layers.empty())
@@ -144,21 +161,71 @@ void solve_vllm_presets(EngineAllocation& out, const Profile& profile, const Obj
   }
 }
 
+// TensorRT-LLM: a dtype per layer, keys and values alike (allocate/layer_types.h), over every candidate.
+void solve_layer_types(EngineAllocation& out, const Profile& profile, const Objective& objective, const Budget& budget,
+                       const std::vector<std::string>& types) {
+  out.shape = "one dtype per layer, keys and values alike, as ranges over layers";
+  std::vector<int> allowed(types.size());
+  for (std::size_t i = 0; i < allowed.size(); ++i) allowed[i] = static_cast<int>(i);
+  const std::optional<LayerTypesPlan> layers = best_layer_types(profile, objective, budget.capacity, allowed);
+  if (!layers) return;
+  EnginePlan plan;
+  for (const int type : layers->types)
+    plan.layer_types.emplace_back(trtllm_dtype(types[static_cast<std::size_t>(type)]));
+  plan.layer_ranges = trtllm_layer_ranges(profile.layers, plan.layer_types);
+  plan.scored = score_choice(profile, objective, "trtllm " + plan.layer_ranges, layers->choice);
+  out.plans.push_back(std::move(plan));
+  out.best = 0;
+}
+
 }  // namespace
 
+std::string trtllm_layer_ranges(const std::vector<int>& layers, const std::vector<std::string>& dtypes) {
+  if (layers.size() != dtypes.size()) throw InternalError("trtllm_layer_ranges: a dtype per layer expected");
+  std::string text;
+  for (std::size_t from = 0; from < layers.size();) {
+    std::size_t to = from;  // the run [from, to] of one dtype over consecutive layer numbers
+    while (to + 1 < layers.size() && dtypes[to + 1] == dtypes[from] && layers[to + 1] == layers[to] + 1) ++to;
+    if (!text.empty()) text += ",";
+    text += to == from ? fmt::format("{}:{}", layers[from], dtypes[from])
+                       : fmt::format("{}-{}:{}", layers[from], layers[to], dtypes[from]);
+    from = to + 1;
+  }
+  return text;
+}
+
+std::vector<std::string> engine_type_names(const std::string& engine, const std::vector<std::string>& types) {
+  if (engine != kTrtllm) return types;
+  std::vector<std::string> names;
+  for (const std::string& type : types) names.emplace_back(trtllm_dtype(type));
+  return names;
+}
+
+void check_engine_types(const std::string& engine, const std::vector<std::string>& types, const std::string& option) {
+  if (engine != kTrtllm) return;
+  for (const std::string& type : types) {
+    if (trtllm_dtype(type).empty()) {
+      fail(
+          "allocate: {} '{}' with --engine {}: its KV cache dtypes are fp16, bf16, fp8_e4m3 and nvfp4 (TensorRT-LLM's "
+          "float16, bfloat16, fp8, nvfp4)",
+          option, type, engine);
+    }
+  }
+}
+
 std::string canonical_allocation_engine(const std::string& text, const std::string& option) {
-  if (text == kIkLlamaCpp || text == kVllm) return text;
-  const std::string engine = canonical_engine(text, option);
+  if (text == kIkLlamaCpp || text == kVllm || text == kTrtllm) return text;
+  const std::string engine = is_llamacpp(text) ? canonical_engine(text, option) : text;
   if (!is_llamacpp(engine)) {
-    fail("{} '{}': allocate solves over what llama.cpp, llama.cpp:rot=off, {} and {} can run", option, text,
-         kIkLlamaCpp, kVllm);
+    fail("{} '{}': allocate solves over what llama.cpp, llama.cpp:rot=off, {}, {} and {} can run", option, text,
+         kIkLlamaCpp, kVllm, kTrtllm);
   }
   return engine;
 }
 
 std::string engine_of_types(const std::string& engine) {
   if (engine == kIkLlamaCpp) return "llama.cpp";
-  return engine == kVllm ? "tqlab" : engine;
+  return engine == kVllm || engine == kTrtllm ? "tqlab" : engine;
 }
 
 std::string engine_run_name(const EngineAllocation& allocation) { return allocation.engine + " itself"; }
@@ -175,8 +242,9 @@ std::vector<std::string> default_engine_types(const std::string& engine) {
     types.emplace_back("fp16");
     return types;
   }
-  fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {}, {})", engine,
-       kIkLlamaCpp, kVllm);
+  if (engine == kTrtllm) return {"fp16", "fp8_e4m3", "nvfp4"};
+  fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {}, {}, {})", engine,
+       kIkLlamaCpp, kVllm, kTrtllm);
 }
 
 EngineAllocation allocate_for_engine(const Profile& profile, const Objective& objective, const Budget& budget,
@@ -192,9 +260,12 @@ EngineAllocation allocate_for_engine(const Profile& profile, const Objective& ob
     solve_layer_ranges(out, profile, objective, budget, engine_types);
   } else if (engine == kVllm) {
     solve_vllm_presets(out, profile, objective, budget, engine_types);
+  } else if (engine == kTrtllm) {
+    check_engine_types(engine, engine_types, "--candidates");
+    solve_layer_types(out, profile, objective, budget, engine_types);
   } else {
-    fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {}, {})", engine,
-         kIkLlamaCpp, kVllm);
+    fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {}, {}, {})", engine,
+         kIkLlamaCpp, kVllm, kTrtllm);
   }
   if (out.best) out.invocation = invocation(engine, out.plans[*out.best]);
   return out;

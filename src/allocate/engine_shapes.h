@@ -18,9 +18,15 @@
 //               kv_cache_dtype "auto"). Kept layers are profiled as fp16. Measured in tqlab's
 //               semantics (every query reads the quantized cache: what decoding sees; vLLM's
 //               TurboQuant prefill attends its own chunk exact).
+//   trtllm      one KV cache dtype per layer, keys and values alike, written as ranges over layers
+//               ("0-1:fp8,2-3:nvfp4"; KvCacheConfig.dtype of TensorRT-LLM PR #13695, open: its
+//               parse_kv_cache_dtype_spec): fp8 (tqlab's fp8_e4m3, one scale per slab, for its
+//               per-tensor scale), nvfp4, float16 and bfloat16 (tqlab's fp16, bf16). Measured in
+//               tqlab's semantics only.
 // llama.cpp's space is small (types x types): every plan is scored on the profile and the least
 // predicted damage within the budget is the engine-shaped optimum. ik_llama.cpp's is solved
-// exactly by allocate/layer_ranges.h, vLLM's by allocate/skip_layers.h.
+// exactly by allocate/layer_ranges.h, vLLM's by allocate/skip_layers.h, TensorRT-LLM's by
+// allocate/layer_types.h.
 // Plans are scored as every allocation is (allocate/allocation.h): the profile measures each
 // unit with tqlab's quantizer of the type (bytes identical to the engine's); --verify then
 // measures the plan end to end in tqlab's semantics and, for llama.cpp, under the engine itself.
@@ -49,26 +55,29 @@ struct EnginePlan {
   std::string preset;            ///< vLLM: the --kv-cache-dtype preset ("" otherwise)
   std::vector<int> skip_layers;  ///< vLLM: layers kept unquantized beyond the preset's own boundary layers
   std::vector<int> kept_layers;  ///< vLLM: every layer kept unquantized (the boundary ones included)
+  /// TensorRT-LLM: the engine's dtype of each layer (profile.layers order), keys and values alike
+  std::vector<std::string> layer_types;
+  std::string layer_ranges;      ///< TensorRT-LLM: layer_types as its range string ("0-1:fp8,2-3:nvfp4")
   ScoredChoice scored;           ///< as a choice of the profile's candidates, predicted
 };
 
 struct EngineAllocation {
-  std::string engine;  ///< canonical spelling ("llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp")
+  std::string engine;  ///< canonical spelling ("llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp", "vllm", "trtllm")
   std::string shape;   ///< what the engine can express, one line
-  /// llama.cpp: every plan, by ascending bits; ik_llama.cpp: the best only (its plans are too many
-  /// to list: layer_ranges.h)
+  /// llama.cpp: every plan, by ascending bits; vllm: each preset's best; ik_llama.cpp, trtllm: the best
+  /// only (their plans are too many to list: layer_ranges.h, layer_types.h)
   std::vector<EnginePlan> plans;
   std::optional<std::size_t> best;  ///< index in plans of the least predicted damage within the budget
   std::string invocation;           ///< the engine's flags for the best plan ("-ctk q8_0 -ctv q4_0 -fa on")
   bool runs_itself = false;         ///< tqlab has the engine's numerics (engine/engine.h): --verify runs it
 };
 
-/// The engines allocate --engine takes: "llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp", "vllm". `text`'s
+/// The engines allocate --engine takes: "llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp", "vllm", "trtllm". `text`'s
 /// canonical spelling; InputError naming `option` and listing them otherwise.
 std::string canonical_allocation_engine(const std::string& text, const std::string& option);
 
 /// The tqlab engine whose cache types and their spellings `engine` shares (ik_llama.cpp: llama.cpp's,
-/// which its own types include; vllm: tqlab's, whose specs spell vLLM's formats).
+/// which its own types include; vllm, trtllm: tqlab's, whose specs spell their formats).
 std::string engine_of_types(const std::string& engine);
 
 /// The name --verify gives the best plan's run under the engine itself ("llama.cpp itself");
@@ -77,8 +86,20 @@ std::string engine_run_name(const EngineAllocation& allocation);
 
 /// The candidates an engine's allocation chooses from by default, as the engine names them: its
 /// cache types below 32 bits, bf16 left to f16 (llama.cpp: f16, q8_0, q5_1, q5_0, iq4_nl, q4_1, q4_0);
-/// vllm: every format of its presets, as quant/vllm_presets.h spells them, and fp16.
+/// vllm: every format of its presets, as quant/vllm_presets.h spells them, and fp16; trtllm: fp16,
+/// fp8_e4m3, nvfp4 (bf16 on request).
 std::vector<std::string> default_engine_types(const std::string& engine);
+
+/// InputError naming `option` when one of `types` is not a cache type `engine` can be given
+/// (trtllm: fp16, bf16, fp8_e4m3, nvfp4; the other engines' types are checked by engine/engine.h).
+void check_engine_types(const std::string& engine, const std::vector<std::string>& types, const std::string& option);
+
+/// The engine's own names of `types` (trtllm: its dtype strings, "fp8" for fp8_e4m3; the others' as given).
+std::vector<std::string> engine_type_names(const std::string& engine, const std::vector<std::string>& types);
+
+/// TensorRT-LLM's range string for a dtype per layer: consecutive layers of one dtype as "A-B:T"
+/// (inclusive), a lone layer as "A:T", joined by commas. `layers` are the layer numbers.
+std::string trtllm_layer_ranges(const std::vector<int>& layers, const std::vector<std::string>& dtypes);
 
 /// The plans `engine` can run over `profile`'s candidates, `engine_types[i]` being the engine's
 /// name of profile.candidates[i], scored and solved exactly at `budget`.

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
+#include "kv/layered_spec.h"
 #include "sweep/sweep.h"
 
 namespace tqlab {
@@ -51,8 +54,7 @@ SweepConfig engine_sweep(const SweepConfig& config, const std::vector<EngineRunC
 
 }  // namespace
 
-Verification verify_choices(const SweepConfig& config, const Profile& profile,
-                            const std::vector<const ScoredChoice*>& choices, int threads,
+Verification verify_choices(const SweepConfig& config, const std::vector<ProfiledChoice>& choices, int threads,
                             const std::function<void(std::size_t done, std::size_t total)>& on_progress,
                             const std::vector<EngineRunChoice>& engine_runs) {
   const auto start = std::chrono::steady_clock::now();
@@ -60,19 +62,19 @@ Verification verify_choices(const SweepConfig& config, const Profile& profile,
   verification.seeds = config.seeds;
   SweepConfig sweep = config;
   sweep.runs.clear();
-  std::vector<const ScoredChoice*> distinct;
-  for (const ScoredChoice* choice : choices) {
-    const auto same = std::find_if(distinct.begin(), distinct.end(),
-                                   [&](const ScoredChoice* other) { return other->choice == choice->choice; });
+  std::vector<std::string> distinct;  // each run's k and v, as JSON
+  for (const auto& [profile, choice] : choices) {
+    SweepRunConfig run;
+    run.k = choice_spec(*profile, choice->choice, Role::key);
+    run.v = choice_spec(*profile, choice->choice, Role::value);
+    const std::string written = layered_spec_json(run.k).dump() + layered_spec_json(run.v).dump();
+    const auto same = std::find(distinct.begin(), distinct.end(), written);
     if (same != distinct.end()) {
       verification.runs[static_cast<std::size_t>(same - distinct.begin())].names.push_back(choice->name);
       continue;
     }
-    distinct.push_back(choice);
+    distinct.push_back(written);
     verification.runs.emplace_back().names.push_back(choice->name);
-    SweepRunConfig run;
-    run.k = choice_spec(profile, choice->choice, Role::key);
-    run.v = choice_spec(profile, choice->choice, Role::value);
     run.k.key_path = run.v.key_path = choice->name;
     run.origin = choice->name;
     sweep.runs.push_back(std::move(run));

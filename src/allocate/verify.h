@@ -34,11 +34,16 @@ struct EngineRunChoice {
   std::string k, v;    ///< the engine's cache types
 };
 
-/// Sweeps `choices` (each a candidate per unit of `profile`) over `config`'s data or model, and
-/// after them `engine_runs` (a model block's end-to-end metrics only: engines run models).
+/// A choice and the profile whose units it gives a candidate each.
+struct ProfiledChoice {
+  const Profile* profile;
+  const ScoredChoice* choice;
+};
+
+/// Sweeps `choices` over `config`'s data or model (choices that write the same run measured once),
+/// and after them `engine_runs` (a model block's end-to-end metrics only: engines run models).
 /// `on_progress(done, total)` is called as the sweep's work items and model passes finish.
-Verification verify_choices(const SweepConfig& config, const Profile& profile,
-                            const std::vector<const ScoredChoice*>& choices, int threads,
+Verification verify_choices(const SweepConfig& config, const std::vector<ProfiledChoice>& choices, int threads,
                             const std::function<void(std::size_t done, std::size_t total)>& on_progress,
                             const std::vector<EngineRunChoice>& engine_runs = {});
 

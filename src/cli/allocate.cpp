@@ -132,6 +132,7 @@ void apply_engine_option(const AllocateCommandOptions& options, const SweepConfi
   }
   request.engine_types = options.candidates.empty() ? default_engine_types(request.engine)
                                                     : split_candidate_list(options.candidates, "--candidates");
+  check_engine_types(request.engine, request.engine_types, "--candidates");
   const std::vector<std::string> types = engine->cache_types();
   specs.clear();
   for (const std::string& type : request.engine_types) {
@@ -233,8 +234,9 @@ void setup_allocate(CLI::App& app, int& exit_code) {
                     "Model profile: run every pass from layer 0 (same numbers, slower)");
   command->add_option("--shard", options->shard, "Measure profile shard K of N only (K/N) and write it; see merge");
   command->add_option("--profile-file", options->profile_file, "The profile to solve (tqlab merge of its shards)");
-  command->add_option("--engine", options->engine,
-                      "Also solve over what ENGINE can run (llama.cpp, ik_llama.cpp, vllm) and print its flags");
+  command->add_option(
+      "--engine", options->engine,
+      "Also solve over what ENGINE can run (llama.cpp, ik_llama.cpp, vllm, trtllm) and print its flags");
   add_seeds_options(*command, options->seeds, "default: the config's seeds");
   add_threads_option(*command, options->threads);
   add_quiet_flag(*command, options->quiet);

@@ -9,7 +9,12 @@
 #   tests/cli/llamacpp_reference.sh);
 # - ik_llama.cpp's plans (a type per role and others for the first N and last M layers) are never
 #   worse than llama.cpp's at the same budget, and their flags name the ranges; vllm's are its presets
-#   with the layers they keep unquantized;
+#   with the layers they keep unquantized; trtllm's a dtype per layer in TensorRT-LLM's range string;
+# - beside the engine's plan, at the same bits: the per-head and per-layer optima, uniform and the rules
+#   (boundary, vLLM's, ik_llama.cpp's 15%/10%), every row that fits measured; the engine's plan never
+#   worse than a rule it can run (predicted), and measured where the margin is wide;
+# - on a random-weight model with a planted fragile layer (tools/make_fragile_checkpoint.py) the
+#   allocation, TensorRT-LLM's plan and vLLM's skip list all single that layer out;
 # - what the engine cannot run is one line and exit 2.
 # The npm package is a test dependency tools/install_deps.sh installs: missing, this test FAILS.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -37,8 +42,11 @@ expect_contains err.txt "--candidates 'tq:b=3'" "q4_0"
 expect_exit 2 "an engine with shards" -- "$TQLAB" allocate --config config.json --engine llama.cpp --shard 1/2 \
   -o refused.json
 expect_contains err.txt "--engine"
-expect_exit 2 "no such engine" -- "$TQLAB" allocate --config config.json --engine trtllm --budget 6 -o refused.json
-expect_contains err.txt "trtllm" "llama.cpp"
+expect_exit 2 "no such engine" -- "$TQLAB" allocate --config config.json --engine sglang --budget 6 -o refused.json
+expect_contains err.txt "sglang" "llama.cpp" "trtllm"
+expect_exit 2 "a type TensorRT-LLM has no dtype for" -- "$TQLAB" allocate --config config.json --engine trtllm \
+  --candidates fp16,q8_0 --budget 6 -o refused.json
+expect_contains err.txt "--candidates 'q8_0'" "nvfp4"
 expect_exit 2 "a bad engine option" -- "$TQLAB" allocate --config config.json --engine tqlab:x=1 \
   --budget 6 -o refused.json
 [ ! -e refused.json ] || fail "a refused allocation wrote its output"
@@ -66,7 +74,35 @@ for p in fits:
 assert engine["invocation"] == f"-ctk {best['k']} -ctv {best['v']} -fa on", engine["invocation"]
 names = [name for run in doc["verify"]["runs"] for name in run["names"]]
 assert "llama.cpp itself" in names and best["name"] in names and "allocation" in names, names
+# Side by side at the same bits: the engine's plan first, both optima, uniform and the rules, every row
+# that fits measured; vLLM's rule keeps all 4 layers at f16 here, over the budget, and is not measured.
+rows = doc["same_bits"]["rows"]
+labels = [row["label"] for row in rows]
+assert rows[0]["kind"] == "engine" and rows[0]["name"] == best["name"], labels
+for label in ("per-head optimum (the allocation)", "per-layer optimum"):
+    assert label in labels, labels
+assert any(l.startswith("uniform ") for l in labels) and any(l.startswith("boundary") for l in labels), labels
+vllm = next(row for row in rows if row["label"].startswith("vLLM's boundary rule"))
+assert vllm["label"] == "vLLM's boundary rule (every layer f16)" and not vllm["fits"] and vllm["name"] not in names
+ends = next(row for row in rows if row["label"].startswith("ik_llama.cpp's 15%/10% rule (first 1 and last 1 layers"))
+assert ends["fits"] and ends["bits"] <= budget, ends
+for row in rows:
+    assert not row["fits"] or (row["name"] in names and row["bits"] <= budget + 1e-12), row
+    if row["kind"] == "optimum":
+        assert row["damage"] <= best["damage"] * (1 + 1e-12), row
+per_layer = next(row for row in rows if row["label"] == "per-layer optimum")
+assert per_layer["granularity"] == "layer" and rows[1]["granularity"] == "layer-head", rows
+saved = doc["same_bits"]["optimum_damage_saved"]
+assert set(saved) == {"allocation", "per-layer optimum"} and all(0 <= v < 1 for v in saved.values()), saved
+assert doc["same_bits"]["engine_on_other"]["granularity"] == "layer", doc["same_bits"]["engine_on_other"]
+# Measured too, llama.cpp's one-type plan beats every rule and uniform type that fits the same bits.
+kld = {name: run["metrics"]["e2e_kld"]["mean"] for run in doc["verify"]["runs"] for name in run["names"]}
+for row in rows:
+    if row["kind"] in ("uniform", "rule") and row["fits"]:
+        assert kld[best["name"]] <= kld[row["name"]], (best["name"], row["label"], kld)
 PY
+expect_contains out.txt "at the same bits (7.0000 per value)" "per-layer optimum" "less predicted damage than" \
+  "ik_llama.cpp's 15%/10% rule" "over the budget"
 "$python" "$repo/tools/hf_to_gguf.py" "$model" model.gguf || fail "hf_to_gguf.py"
 "$node" "$reference/perplexity.mjs" model.gguf "$tokens" --ctx 128 --chunks 8 --run "$k,$v" >llamacpp.json ||
   fail "llama.cpp's perplexity.mjs with the printed flags ($k, $v)"
@@ -123,6 +159,71 @@ flags = "--kv-cache-dtype " + best["preset"]
 if best["skip_layers"]:
     flags += " --kv-cache-dtype-skip-layers " + " ".join(map(str, best["skip_layers"]))
 assert engine["invocation"] == flags and best["damage"] == min(p["damage"] for p in engine["plans"]), engine
+PY
+
+# trtllm: a dtype per layer, keys and values alike, as TensorRT-LLM's range string; never predicted worse
+# than a rule or a uniform type it can run at the same bits (each is a dtype per layer).
+expect_exit 0 "allocate --engine trtllm" -- "$TQLAB" allocate --config config.json --engine trtllm --budget 6 \
+  -o alloc_trt.json --quiet
+"$python" - alloc_trt.json <<'PY' || fail "trtllm's plan is not a dtype per layer in its range string, or loses to a rule"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+engine, budget = doc["engine"], doc["budget"]["bits"]
+best = engine["best"]
+assert len(best["layer_types"]) == 4 and set(best["layer_types"]) <= {"float16", "fp8", "nvfp4"}, best
+ranges, layer = [], 0
+for part in best["dtype"].split(","):
+    span, dtype = part.split(":")
+    first, _, last = span.partition("-")
+    first, last = int(first), int(last or first)
+    assert first == layer and last >= first, best["dtype"]
+    ranges += [dtype] * (last - first + 1)
+    layer = last + 1
+assert ranges == best["layer_types"] and engine["invocation"] == f'kv_cache_config: {{dtype: "{best["dtype"]}"}}'
+assert best["bits"] <= budget and engine["measured_as"] is None
+for row in doc["same_bits"]["rows"]:
+    if row["kind"] in ("uniform", "rule") and row["fits"]:
+        assert best["damage"] <= row["damage"] * (1 + 1e-12), (best, row)
+PY
+
+# A random-weight model of 12 layers whose layer 5 has a planted fragile key cache
+# (tools/make_fragile_checkpoint.py: a large key bias, the same for every token, which the softmax
+# cancels but the quantization error does not): the allocation gives its keys the most bits of any
+# unit, TensorRT-LLM's plan gives layer 5 the dearest dtype it uses, and at the same bits that plan beats
+# every rule and uniform type that fits, predicted and measured.
+"$python" "$repo/tools/make_fragile_checkpoint.py" fragile --layers 12 --fragile 5 || fail "make_fragile_checkpoint.py"
+cat >fragile.json <<JSON
+{"model": {"path": "$PWD/fragile", "tokens": "$PWD/fragile/tokens.npy", "ctx": 64, "chunks": 8},
+ "metrics": {"needle": false}, "seeds": [0]}
+JSON
+expect_exit 0 "allocate --engine trtllm on the fragile model" -- "$TQLAB" allocate --config fragile.json \
+  --engine trtllm --budget 6 --verify --threads 2 -o alloc_fragile.json --quiet
+"$python" - alloc_fragile.json <<'PY' || fail "the fragile layer was not found, or a rule beat the engine's plan"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+units = doc["allocation"]["units"]
+most = max(u["bits"] for u in units)
+assert all(u["unit"].startswith("L5.") and u["unit"].endswith(".K") for u in units if u["bits"] == most), units
+best = doc["engine"]["best"]
+rank = {"nvfp4": 0, "fp8": 1, "float16": 2}
+assert rank[best["layer_types"][5]] == max(rank[t] for t in best["layer_types"]), best
+kld = {name: run["metrics"]["e2e_kld"]["mean"] for run in doc["verify"]["runs"] for name in run["names"]}
+for row in doc["same_bits"]["rows"]:
+    if row["kind"] in ("uniform", "rule") and row["fits"]:
+        assert best["damage"] <= row["damage"] and kld[best["name"]] <= kld[row["name"]], (best, row, kld)
+PY
+
+# vLLM on the same model at 9 bits: the critical layer found automatically (vLLM #22195) is the planted
+# one, kept unquantized by --kv-cache-dtype-skip-layers; vLLM's own boundary rule fits and predicts worse.
+expect_exit 0 "allocate --engine vllm on the fragile model" -- "$TQLAB" allocate --config fragile.json \
+  --engine vllm --budget 9 --threads 2 -o alloc_fragile_vllm.json --quiet
+"$python" - alloc_fragile_vllm.json <<'PY' || fail "vLLM's plan does not keep the fragile layer, or its rule beats it"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+best = doc["engine"]["best"]
+assert best["skip_layers"] == [5] and doc["engine"]["invocation"].endswith("--kv-cache-dtype-skip-layers 5"), best
+rule = next(row for row in doc["same_bits"]["rows"] if row["label"].startswith("vLLM's boundary rule (layers 0-1 and"))
+assert rule["fits"] and best["damage"] <= rule["damage"], (best, rule)
 PY
 
 # rot=off: the flags carry the environment variable.

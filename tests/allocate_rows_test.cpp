@@ -1,0 +1,239 @@
+// allocate --engine's plans and the rows it sets beside them (src/allocate/): TensorRT-LLM's dtype
+// per layer against every assignment of a type per layer enumerated, its range string, the folklore
+// rules (each the plan of its shape with the most bytes within the budget, against their shapes
+// enumerated), and the engine-shaped optimum never predicted worse than a rule its engine can run.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "allocate/allocation.h"
+#include "allocate/engine_shapes.h"
+#include "allocate/folklore_rules.h"
+#include "allocate/heuristics.h"
+#include "allocate/same_bits.h"
+#include "allocate_test_util.h"
+#include "test_support.h"
+
+namespace tqlab {
+namespace {
+
+const std::vector<std::string> kThree{"tq:b=2,nc", "tq:b=3,nc", "tq:b=4,nc"};
+
+// The choice giving every unit of layer i candidate per_layer[i] (layers numbered 0..L-1).
+std::vector<int> per_layer_choice(const Profile& profile, const std::vector<int>& per_layer) {
+  std::vector<int> choice;
+  for (const UnitProfile& unit : profile.units) choice.push_back(per_layer[static_cast<std::size_t>(unit.unit.layer)]);
+  return choice;
+}
+
+// `profile` per layer: each (layer, role) unit the sum of its heads' bytes, values and components.
+Profile summed_by_layer(const Profile& profile) {
+  Profile out = profile;
+  out.granularity = Granularity::layer;
+  out.units.clear();
+  for (const UnitProfile& unit : profile.units) {
+    const auto same = std::find_if(out.units.begin(), out.units.end(), [&](const UnitProfile& entry) {
+      return entry.unit.layer == unit.unit.layer && entry.unit.role == unit.unit.role;
+    });
+    if (same == out.units.end()) {
+      out.units.push_back(unit);
+      out.units.back().unit.head = -1;
+      continue;
+    }
+    same->values += unit.values;
+    for (std::size_t c = 0; c < unit.candidates.size(); ++c) {
+      same->candidates[c].bytes += unit.candidates[c].bytes;
+      for (std::size_t i = 0; i < unit.candidates[c].components.size(); ++i) {
+        same->candidates[c].components[i][0] += unit.candidates[c].components[i][0];
+      }
+    }
+  }
+  return out;
+}
+
+// TensorRT-LLM's shape (allocate/layer_types.h): every type per layer enumerated gives the same least
+// damage; the plan's keys and values of a layer share its type, its range string names those types,
+// and it is never better than the allocation.
+TEST(EngineShapeTest, TrtllmLayerTypesEqualBruteForceOverEveryTypePerLayer) {
+  std::mt19937_64 rng(13695);
+  const std::vector<std::string> types{"nvfp4", "fp8_e4m3", "fp16"}, dtypes{"nvfp4", "fp8", "float16"};
+  for (int instance = 0; instance < 12; ++instance) {
+    const Profile profile = random_profile(rng, 1 + instance % 4, kThree);
+    const int layers = static_cast<int>(profile.layers.size());
+    for (const char* given : {"2.3", "3", "3.4", "4"}) {
+      const Budget budget = resolve_budget(profile, given, "--budget");
+      double least = std::numeric_limits<double>::infinity();
+      for (int code = 0; code < static_cast<int>(std::pow(3, layers)); ++code) {
+        std::vector<int> per_layer;
+        for (int i = 0, rest = code; i < layers; ++i, rest /= 3) per_layer.push_back(rest % 3);
+        const std::vector<int> choice = per_layer_choice(profile, per_layer);
+        if (profile.bytes_of(choice) <= budget.capacity) {
+          least = std::min(least, score_choice(profile, Objective{}, "", choice).damage);
+        }
+      }
+      const EngineAllocation engine = allocate_for_engine(profile, Objective{}, budget, "trtllm", types);
+      ASSERT_EQ(engine.best.has_value(), !std::isinf(least)) << given;
+      if (!engine.best) continue;
+      const EnginePlan& best = engine.plans[*engine.best];
+      EXPECT_NEAR(best.scored.damage, least, 1e-12 * least) << "instance " << instance << " budget " << given;
+      EXPECT_LE(best.scored.bytes, budget.capacity);
+      ASSERT_EQ(best.layer_types.size(), profile.layers.size());
+      for (std::size_t u = 0; u < profile.units.size(); ++u) {
+        const auto layer = static_cast<std::size_t>(profile.units[u].unit.layer);
+        EXPECT_EQ(dtypes[static_cast<std::size_t>(best.scored.choice[u])], best.layer_types[layer]);
+      }
+      EXPECT_EQ(engine.invocation,
+                "kv_cache_config: {dtype: \"" + trtllm_layer_ranges(profile.layers, best.layer_types) + "\"}");
+      EXPECT_GE(best.scored.damage, allocate_bits(profile, Objective{}, budget).allocation.damage * (1 - 1e-12));
+    }
+  }
+}
+
+TEST(EngineShapeTest, TrtllmRangesJoinConsecutiveLayersOfOneDtype) {
+  EXPECT_EQ(trtllm_layer_ranges({0, 1, 2, 3}, {"fp8", "fp8", "nvfp4", "float16"}), "0-1:fp8,2:nvfp4,3:float16");
+  EXPECT_EQ(trtllm_layer_ranges({0, 1, 2, 3, 4}, std::vector<std::string>(5, "nvfp4")), "0-4:nvfp4");
+  EXPECT_EQ(trtllm_layer_ranges({0, 2, 3}, {"fp8", "fp8", "fp8"}), "0:fp8,2-3:fp8");
+  EXPECT_EQ(trtllm_layer_ranges({7}, {"bfloat16"}), "7:bfloat16");
+  const std::string message = testing::input_error_message([] {
+    check_engine_types("trtllm", {"fp16", "q8_0"}, "--candidates");
+  });
+  EXPECT_NE(message.find("--candidates 'q8_0'"), std::string::npos) << message;
+  check_engine_types("trtllm", {"fp16", "bf16", "fp8_e4m3", "nvfp4"}, "--candidates");
+  check_engine_types("llama.cpp", {"q8_0"}, "--candidates");
+}
+
+TEST(FolkloreRulesTest, TheEndsRuleRaisesFifteenAndTenPercent) {
+  const std::vector<std::array<int, 3>> expected{{1, 1, 0},  {2, 1, 1},  {4, 1, 1},  {10, 2, 1},
+                                                 {12, 2, 1}, {22, 3, 2}, {32, 5, 3}, {80, 12, 8}};
+  for (const auto& [layers, first, last] : expected) {
+    EXPECT_EQ(ends_rule_first_layers(layers), first) << layers;
+    EXPECT_EQ(ends_rule_last_layers(layers), last) << layers;
+  }
+}
+
+// Each rule is the plan of its shape (enumerated here) with the most bytes within the budget, or,
+// when none fits, the cheapest marked as not fitting.
+TEST(FolkloreRulesTest, EachRuleIsItsShapeWithTheMostBytesWithinTheBudget) {
+  std::mt19937_64 rng(1509);
+  const std::vector<std::string> candidates{"tq:b=2,nc", "tq:b=3,nc", "tq:b=4,nc", "tq:b=5,nc", "fp16"};
+  const std::vector<std::string> names{"t2", "t3", "t4", "t5", "f16"};
+  for (int instance = 0; instance < 16; ++instance) {
+    const Profile profile = random_profile(rng, 2 + instance % 8, candidates);
+    const int layers = static_cast<int>(profile.layers.size()), count = static_cast<int>(candidates.size());
+    const int edge = std::min(2, layers / 2), first = ends_rule_first_layers(layers);
+    const int last = ends_rule_last_layers(layers);
+    for (const char* given : {"2.5", "3.5", "4.5", "5.5", "7"}) {
+      const Budget budget = resolve_budget(profile, given, "--budget");
+      std::vector<std::vector<int>> vllm_shape, ends_shape;
+      for (int a = 0; a < count; ++a) {
+        std::vector<int> kept(static_cast<std::size_t>(layers), a);
+        for (int i = 0; i < layers; ++i) {
+          if (i < edge || i >= layers - edge) kept[static_cast<std::size_t>(i)] = 4;
+        }
+        vllm_shape.push_back(kept);
+        for (int b = a + 1; b < count; ++b) {  // ascending bits: b dearer than a
+          std::vector<int> ends(static_cast<std::size_t>(layers), a);
+          for (int i = 0; i < layers; ++i) {
+            if (i < first || i >= layers - last) ends[static_cast<std::size_t>(i)] = b;
+          }
+          ends_shape.push_back(ends);
+        }
+      }
+      for (const auto& [rule, shape] : {std::pair{vllm_boundary_rule(profile, budget.capacity, names), vllm_shape},
+                                        std::pair{ends_rule(profile, budget.capacity, names), ends_shape}}) {
+        ASSERT_TRUE(rule.has_value());
+        std::uint64_t most = 0, cheapest = std::numeric_limits<std::uint64_t>::max();
+        bool any = false;
+        for (const std::vector<int>& plan : shape) {
+          const std::uint64_t bytes = profile.bytes_of(per_layer_choice(profile, plan));
+          cheapest = std::min(cheapest, bytes);
+          if (bytes <= budget.capacity) most = std::max(most, bytes), any = true;
+        }
+        EXPECT_EQ(rule->fits, any) << rule->name << " at " << given;
+        EXPECT_EQ(profile.bytes_of(rule->choice), any ? most : cheapest) << rule->name << " at " << given;
+        const bool in_shape = std::any_of(shape.begin(), shape.end(), [&](const std::vector<int>& plan) {
+          return per_layer_choice(profile, plan) == rule->choice;
+        });
+        EXPECT_TRUE(in_shape) << rule->name << " at " << given;
+      }
+    }
+  }
+  const Profile four = random_profile(rng, 4, candidates);
+  const std::optional<RulePlan> all_kept = vllm_boundary_rule(four, four.bytes_of(uniform_choice(four, 3)), names);
+  ASSERT_TRUE(all_kept.has_value());
+  EXPECT_FALSE(all_kept->fits);
+  EXPECT_EQ(all_kept->name, "vLLM's boundary rule (every layer f16)");
+  const Profile without_fp16 = random_profile(rng, 4, {"tq:b=2,nc", "tq:b=3,nc"});
+  EXPECT_FALSE(vllm_boundary_rule(without_fp16, 1 << 30, {"t2", "t3"}).has_value());
+}
+
+// The engine's optimum is never predicted worse than a rule or a uniform type its engine can run at
+// the same budget: for ik_llama.cpp (first/last ranges) uniform, vLLM's rule and the ends rule; for
+// TensorRT-LLM (a type per layer) every rule; the allocation never worse than the engine's plan.
+TEST(SameBitsTest, TheEngineOptimumIsNeverWorseThanARuleItsEngineCanRun) {
+  std::mt19937_64 rng(1599);
+  const std::vector<std::string> candidates{"tq:b=2,nc", "tq:b=3,nc", "tq:b=4,nc", "fp16"};
+  for (int instance = 0; instance < 16; ++instance) {
+    const Profile profile = random_profile(rng, 2 + instance % 9, candidates);
+    for (const char* given : {"2.5", "3.2", "4", "5"}) {
+      const Budget budget = resolve_budget(profile, given, "--budget");
+      const AllocationResult result = allocate_bits(profile, Objective{}, budget);
+      for (const auto& [engine_name, types] :
+           {std::pair<std::string, std::vector<std::string>>{"ik_llama.cpp", {"q4_0", "q5_0", "q8_0", "f16"}},
+            std::pair<std::string, std::vector<std::string>>{"trtllm", {"nvfp4", "fp8_e4m3", "bf16", "fp16"}}}) {
+        const EngineAllocation engine = allocate_for_engine(profile, Objective{}, budget, engine_name, types);
+        ASSERT_TRUE(engine.best.has_value());
+        const SameBits same = same_bits_rows(profile, summed_by_layer(profile), result, engine, types);
+        ASSERT_GE(same.rows.size(), 5U);
+        // The engine's plan over the per-layer profile's units: the same damage (that profile is the sum).
+        ASSERT_TRUE(same.engine_on_other.has_value());
+        EXPECT_NEAR(same.engine_on_other->damage, same.rows.front().scored.damage, 1e-12);
+        EXPECT_EQ(same.rows.front().kind, "engine");
+        const double best = same.rows.front().scored.damage;
+        for (const SameBitsRow& row : same.rows) {
+          EXPECT_LE(row.fits, row.scored.bytes <= budget.capacity) << row.label;
+          if (row.kind == "optimum") {
+            EXPECT_LE(row.scored.damage, best * (1 + 1e-12)) << row.label;
+            EXPECT_GE(*optimum_damage_saved(same, row), -1e-12) << row.label;
+          }
+          const bool runnable =
+              row.kind == "uniform" ||
+              (row.kind == "rule" && (engine_name == "trtllm" || row.label.rfind("boundary", 0) != 0));
+          if (runnable && row.fits) {
+            EXPECT_LE(best, row.scored.damage * (1 + 1e-12))
+                << engine_name << " against " << row.label << " at " << given;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A choice moves between granularities only when every head of a (layer, role) has one candidate.
+TEST(SameBitsTest, AChoiceMovesToTheOtherGranularityWhenItsHeadsAgree) {
+  std::mt19937_64 rng(30);
+  const Profile by_head = random_profile(rng, 3, kThree);
+  const Profile by_layer = summed_by_layer(by_head);
+  std::vector<int> per_layer;
+  for (const UnitProfile& unit : by_layer.units)
+    per_layer.push_back((unit.unit.layer + (unit.unit.role == Role::key)) % 3);
+  const std::optional<std::vector<int>> heads = choice_on(by_layer, per_layer, by_head);
+  ASSERT_TRUE(heads.has_value());
+  for (std::size_t u = 0; u < by_head.units.size(); ++u) {
+    const AllocationUnit& unit = by_head.units[u].unit;
+    EXPECT_EQ((*heads)[u], (unit.layer + (unit.role == Role::key)) % 3) << unit.name();
+  }
+  EXPECT_EQ(choice_on(by_head, *heads, by_layer), per_layer);
+  std::vector<int> split = *heads;
+  split[0] = (split[0] + 1) % 3;  // L0.h0.K differs from L0.h1.K
+  EXPECT_FALSE(choice_on(by_head, split, by_layer).has_value());
+}
+
+}  // namespace
+}  // namespace tqlab
