@@ -20,19 +20,14 @@ expect_exit 0 "dump under vLLM's cache" -- "$TQLAB" dump "${common[@]}" "${cache
   -o vllm.safetensors
 expect_exit 0 "ppl under vLLM's cache" -- "$TQLAB" ppl "${common[@]}" "${cache[@]}" -o vllm.json
 checks=$((checks + 1))
-"$python" - exact.safetensors vllm.safetensors vllm.json <<'PY' || fail "the dump is not the forward ppl ran"
-import json, struct, sys
+PYTHONPATH="$repo/tools" "$python" - exact.safetensors vllm.safetensors vllm.json <<'PY' || fail "not ppl's forward"
+import json, sys
 import numpy as np
+from kv_dump_format import read_safetensors
 
 def read(path):
-    data = open(path, "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    def tensor(name):
-        entry = header[name]
-        begin, end = entry["data_offsets"]
-        return np.frombuffer(data[8 + n + begin:8 + n + end], dtype="<f4").reshape(entry["shape"]).astype(np.float64)
-    return header["__metadata__"], tensor
+    tensors, metadata = read_safetensors(path)
+    return metadata, tensors.__getitem__
 
 exact_meta, exact = read(sys.argv[1])
 meta, cached = read(sys.argv[2])

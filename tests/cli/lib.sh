@@ -43,6 +43,16 @@ require_references() {
   fi
 }
 
+# require_real_dump: sets $dump to the shared data folder's real KV dump (tinyllama_qkv.safetensors:
+# head dim 64, 4 layers), or SKIPs the test (exit 77) where that folder does not hold it.
+require_real_dump() {
+  dump="$SHARED_DATA/tinyllama_qkv.safetensors"
+  if [ ! -f "$dump" ]; then
+    echo "SKIP: $dump is absent (the real KV dump of ../shared/data)"
+    exit 77
+  fi
+}
+
 fail() {
   echo "FAIL: $*" >&2
   failures=$((failures + 1))

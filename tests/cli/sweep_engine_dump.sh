@@ -6,11 +6,7 @@
 # change the numbers against plain q4_0; what the engine cannot run is refused.
 source "$(dirname "$0")/lib.sh" "$@"
 require_numpy "the check is numpy"
-dump="$SHARED_DATA/tinyllama_qkv.safetensors"
-if [ ! -f "$dump" ]; then
-  echo "SKIP: $dump is absent (the real KV dump of ../shared/data)"
-  exit 77
-fi
+require_real_dump
 tools="$(cd "$(dirname "$0")/../.." && pwd)/tools"
 # Layers 0 and 1 in float32: the roundtrip writes its input's dtype, and rounding its output to the
 # dump's 16 bits would add an error of its own to the comparison.

@@ -7,11 +7,7 @@
 source "$(dirname "$0")/lib.sh" "$@"
 rm -rf -- *.safetensors *.txt
 require_numpy "the reference is numpy"
-dump="$SHARED_DATA/tinyllama_qkv.safetensors"
-if [ ! -f "$dump" ]; then
-  echo "SKIP: $dump is absent (the real KV dump of ../shared/data)"
-  exit 77
-fi
+require_real_dump
 reference="$(cd "$(dirname "$0")/../.." && pwd)/tools/vllm_reference.py"
 "$python" "$reference" prepare "$dump" in.safetensors >prepare.txt 2>&1 ||
   { echo "FAIL: preparing the input: $(tail -3 prepare.txt)"; exit 1; }
