@@ -117,6 +117,24 @@ SweepConfig ppl_config(const PplCommandOptions& options) {
   return config;
 }
 
+// What the engine decided for the run that the numbers alone do not show: a default prefill of
+// its own, and layers it keeps unquantized whatever the specs (vLLM's boundary layers).
+void print_engine_notes(const PplCommandOptions& options, const PlannedRun& run, const ModelConfig& model_config) {
+  if (options.cache.prefill.empty() && run.prefill != PrefillRule{}) {
+    fmt::print(
+        "  prefill={} is engine {}'s default, one prefill of each chunk (vLLM's prompt logprobs):\n"
+        "  a TurboQuant preset then reads its own chunk's K/V exact (PPL change 0); --prefill exact C\n"
+        "  measures a chunked prefill, --prefill quantized what decoding reads\n",
+        run.prefill.spelling(), run.engine);
+  }
+  const std::vector<int> kept = parse_engine(run.engine, "--engine")->unquantized_layers(model_config.layers);
+  if (!kept.empty()) {
+    fmt::print("  engine {} keeps layer{} {} of this {}-layer model at {}{}\n", run.engine, kept.size() > 1 ? "s" : "",
+               fmt::join(kept, ", "), model_config.layers, Engine::kUnquantizedSpec,
+               static_cast<int>(kept.size()) == model_config.layers ? ": no layer's cache is quantized" : "");
+  }
+}
+
 int run_ppl_command(const PplCommandOptions& options) {
   const SweepConfig config = ppl_config(options);
   std::optional<AtomicFileWriter> writer;
@@ -145,13 +163,7 @@ int run_ppl_command(const PplCommandOptions& options) {
   fmt::print("base (exact cache):\n  PPL = {}\n",
              plus_minus(base.perplexity.value, base.perplexity.standard_error, "{:.4f}"));
   print_run(results.runs.front(), plan.config.seeds);
-  const PlannedRun& run = *results.runs.front().run;
-  if (options.cache.prefill.empty() && run.prefill != PrefillRule{}) {
-    fmt::print("  prefill={} is engine {}'s default, one prefill of each chunk (vLLM's prompt logprobs):\n"
-               "  a TurboQuant preset then reads its own chunk's K/V exact (PPL change 0); --prefill exact C\n"
-               "  measures a chunked prefill, --prefill quantized what decoding reads\n",
-               run.prefill.spelling(), run.engine);
-  }
+  print_engine_notes(options, *results.runs.front().run, model_config);
 
   if (writer) {
     writer->write(sweep_results_json(plan, results, DataIdentity{}).dump(1) + "\n");

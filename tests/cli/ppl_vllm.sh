@@ -35,6 +35,7 @@ for preset in turboquant_k8v4 turboquant_4bit_nc turboquant_k3v4_nc turboquant_3
   expect_contains out.txt "prefill=exact 256 is engine vllm:preset=$preset's default"
   expect_exit 0 "ppl $preset, quantized prefill" -- "$TQLAB" ppl "${common[@]}" --engine vllm --preset "$preset" \
     --prefill quantized -o "$preset-quantized.json"
+  expect_contains out.txt "engine vllm:preset=$preset keeps layers 0, 1, 2, 3 of this 4-layer model at fp16: no layer"
   checks=$((checks + 1))
   "$python" - "$preset.json" "$preset-quantized.json" fp16.json <<'PY' || fail "$preset: not fp16 on every layer of 4"
 import json, sys
