@@ -145,8 +145,11 @@ TEST(FolkloreRulesTest, EachRuleIsItsShapeWithTheMostBytesWithinTheBudget) {
           ends_shape.push_back(ends);
         }
       }
-      for (const auto& [rule, shape] : {std::pair{vllm_boundary_rule(profile, budget.capacity, names), vllm_shape},
-                                        std::pair{ends_rule(profile, budget.capacity, names), ends_shape}}) {
+      for (const auto& entry : {std::pair{vllm_boundary_rule(profile, budget.capacity, names), vllm_shape},
+                                std::pair{ends_rule(profile, budget.capacity, names), ends_shape}}) {
+        // Not a structured binding: clang before 16 (the fuzz build's clang 14) cannot capture one.
+        const std::optional<RulePlan>& rule = entry.first;
+        const std::vector<std::vector<int>>& shape = entry.second;
         ASSERT_TRUE(rule.has_value());
         std::uint64_t most = 0, cheapest = std::numeric_limits<std::uint64_t>::max();
         bool any = false;
