@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <functional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,6 +10,7 @@
 #include "core/error.h"
 #include "engine/llamacpp_engine.h"
 #include "engine/vllm_engine.h"
+#include "quant/registry.h"
 
 namespace tqlab {
 namespace {
@@ -152,5 +154,10 @@ bool prefill_written(const std::string& engine, PrefillRule prefill) {
 }
 
 bool is_default_engine(const std::string& spelling) { return spelling.empty() || spelling == "tqlab"; }
+
+std::unique_ptr<Quantizer> engine_cache_quantizer(const Engine& engine, const std::string& cache_type) {
+  std::unique_ptr<Quantizer> quantizer = engine.cache_quantizer(cache_type);
+  return quantizer ? std::move(quantizer) : make_quantizer(engine.quantizer_spec(cache_type));
+}
 
 }  // namespace tqlab

@@ -154,6 +154,11 @@ class Engine {
   }
 };
 
+/// What `engine`'s cache of `cache_type` stores for one head's rows, read back, as a quantizer: the
+/// engine's own (Engine::cache_quantizer) where it has one, else tqlab's quantizer of the engine's spec
+/// of the type. InputError for a spec tqlab does not know.
+std::unique_ptr<Quantizer> engine_cache_quantizer(const Engine& engine, const std::string& cache_type);
+
 /// "tqlab" (the default: an empty text too), "llama.cpp", "llama.cpp:rot=off", ...;
 /// InputError naming `option` and the engines there are.
 std::unique_ptr<Engine> parse_engine(const std::string& text, const std::string& option);

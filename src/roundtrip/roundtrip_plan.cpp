@@ -66,11 +66,8 @@ void plan_engine_quantizers(const RoundtripOptions& options, RoundtripPlan& plan
   request.where = "--k/--v";
   engine->check_run(request);
   plan.engine = engine->spelling();
-  for (auto [spec, quantizer] :
-       {std::pair{&options.key_spec, &plan.key_quantizer}, std::pair{&options.value_spec, &plan.value_quantizer}}) {
-    *quantizer = engine->cache_quantizer(*spec);
-    if (!*quantizer) *quantizer = make_quantizer(engine->quantizer_spec(*spec));
-  }
+  plan.key_quantizer = engine_cache_quantizer(*engine, options.key_spec);
+  plan.value_quantizer = engine_cache_quantizer(*engine, options.value_spec);
 }
 
 }  // namespace

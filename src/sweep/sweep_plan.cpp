@@ -21,9 +21,7 @@ int quantizer_index(SweepPlan& plan, const std::string& spec, const Engine* engi
   for (std::size_t i = 0; i < plan.quantizer_specs.size(); ++i) {
     if (plan.quantizer_specs[i] == name) return static_cast<int>(i);
   }
-  std::unique_ptr<Quantizer> quantizer = engine == nullptr ? nullptr : engine->cache_quantizer(spec);
-  if (!quantizer) quantizer = make_quantizer(engine == nullptr ? spec : engine->quantizer_spec(spec));
-  plan.quantizers.push_back(std::move(quantizer));
+  plan.quantizers.push_back(engine == nullptr ? make_quantizer(spec) : engine_cache_quantizer(*engine, spec));
   plan.quantizer_specs.push_back(name);
   return static_cast<int>(plan.quantizers.size()) - 1;
 }
