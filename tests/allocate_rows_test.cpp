@@ -205,9 +205,11 @@ TEST(SameBitsTest, TheEngineOptimumIsNeverWorseThanARuleItsEngineCanRun) {
             EXPECT_LE(row.scored.damage, best * (1 + 1e-12)) << row.label;
             EXPECT_GE(*optimum_damage_saved(same, row), -1e-12) << row.label;
           }
-          const bool runnable =
-              row.kind == "uniform" ||
-              (row.kind == "rule" && (engine_name == "trtllm" || row.label.rfind("boundary", 0) != 0));
+          const bool runnable = row.kind != "engine" && !row.on_other &&
+                                engine_plan_of(profile, Objective{}, engine_name, types, row.scored.choice).has_value();
+          if (row.kind == "uniform" || (engine_name == "trtllm" && row.kind == "rule")) {
+            EXPECT_TRUE(runnable) << engine_name << " runs " << row.label;
+          }
           if (runnable && row.fits) {
             EXPECT_LE(best, row.scored.damage * (1 + 1e-12))
                 << engine_name << " against " << row.label << " at " << given;

@@ -11,6 +11,7 @@
 #include "allocate/agreement.h"
 #include "allocate/allocation.h"
 #include "allocate/engine_shapes.h"
+#include "allocate/measured_pick.h"
 #include "allocate/model_profile.h"
 #include "allocate/offline_profile.h"
 #include "allocate/profile_cache.h"
@@ -235,24 +236,41 @@ CalibrationReport calibrate(const AllocateContext& context, const Profile& offli
 }
 
 // --engine: the engine's plans and the rows at the same bits (the profile at the other granularity
-// measured or read for them), and the choices and engine runs --verify measures for them.
+// measured or read for them), and with --verify the choices it measures for them: every row and the
+// plans the engine can run among them (allocate/measured_pick.h).
 void solve_for_engine(const AllocateContext& context, const Budget& budget, AllocationReport& report,
-                      std::vector<ProfiledChoice>& choices, std::vector<EngineRunChoice>& engine_runs) {
+                      std::vector<ProfiledChoice>& choices) {
   const AllocateJobRequest& request = context.request;
   report.engine = allocate_for_engine(report.profile, request.objective, budget, request.engine, request.engine_types);
-  if (report.engine->best) {
-    const EnginePlan& best = report.engine->plans[*report.engine->best];
-    choices.push_back({&report.profile, &best.scored});
-    if (report.engine->runs_itself) {
-      engine_runs.push_back({engine_run_name(*report.engine), request.engine, best.k.base, best.v.base});
-    }
-  }
   Profile other = measured_profile(context, request.kind, other_granularity(request.granularity)).profile;
-  report.same_bits = same_bits_rows(report.profile, std::move(other), report.result, *report.engine,
-                                    engine_type_names(request.engine, request.engine_types));
+  const std::vector<std::string> type_names = engine_type_names(request.engine, request.engine_types);
+  report.same_bits = same_bits_rows(report.profile, std::move(other), report.result, *report.engine, type_names);
+  if (request.verify) {
+    add_contenders(*report.engine, *report.same_bits, report.profile, request.objective, request.engine_types);
+  }
+  // Pointers into report.engine->plans are taken only now: add_contenders may append to it.
+  for (const std::size_t index : report.engine->contenders) {
+    choices.push_back({&report.profile, &report.engine->plans[index].scored});
+  }
   for (const SameBitsRow& row : report.same_bits->rows) {
     if (row.fits) choices.push_back({row.on_other ? &report.same_bits->other : &report.profile, &row.scored});
   }
+}
+
+// --verify with --engine: the engine's plan chosen by measurement among its contenders, then, for an
+// engine tqlab runs itself, that plan measured under the engine.
+void settle_engine_plan(const AllocateContext& context, AllocationReport& report, const Step& step) {
+  EngineAllocation& engine = *report.engine;
+  pick_measured_best(engine, *report.same_bits, report.profile, context.request.objective, *report.verification,
+                     measured_damage_metric(report.profile));
+  if (engine.profile_best) {
+    context.note(fmt::format("allocate: {} measured less damage than the profile's pick {}: the engine runs it",
+                             engine.plans[*engine.best].scored.name, engine.plans[*engine.profile_best].scored.name));
+  }
+  if (!engine.runs_itself || !engine.best) return;
+  const EnginePlan& best = engine.plans[*engine.best];
+  verify_engine_runs(context.config, {{engine_run_name(engine), engine.engine, best.k.base, best.v.base}},
+                     context.request.threads, step.progress(), *report.verification);
 }
 
 }  // namespace
@@ -279,11 +297,11 @@ AllocateJobOutcome run_allocate_job(const SweepConfig& config, const SweepModel*
   report.result = allocate_bits(report.profile, request.objective, budget);
   std::vector<ProfiledChoice> choices;
   for (const ScoredChoice* choice : verified_choices(report.result)) choices.push_back({&report.profile, choice});
-  std::vector<EngineRunChoice> engine_runs;
-  if (!request.engine.empty()) solve_for_engine(context, budget, report, choices, engine_runs);
+  if (!request.engine.empty()) solve_for_engine(context, budget, report, choices);
   if (request.verify) {
     const Step step(request, "verify");
-    report.verification = verify_choices(config, choices, request.threads, step.progress(), engine_runs);
+    report.verification = verify_choices(config, choices, request.threads, step.progress());
+    if (report.engine) settle_engine_plan(context, report, step);
   }
   report.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   writer.write(allocation_json(report).dump(1) + "\n");

@@ -175,10 +175,15 @@ Json engine_json(const EngineAllocation& engine, const Budget& budget) {
     for (const auto& [name, value] : plan.scored.predicted) predicted[name] = value;
     best["predicted"] = std::move(predicted);
   }
+  Json contenders = Json::array();
+  for (const std::size_t index : engine.contenders) contenders.push_back(engine.plans[index].scored.name);
   return {{"name", engine.engine},
           {"shape", engine.shape},
           {"invocation", engine.invocation.empty() ? Json(nullptr) : Json(engine.invocation)},
           {"best", std::move(best)},
+          {"chosen_by", engine.profile_best ? "measurement" : "profile"},
+          {"profile_best", engine.profile_best ? Json(engine.plans[*engine.profile_best].scored.name) : Json(nullptr)},
+          {"contenders", std::move(contenders)},
           {"measured_as", engine.runs_itself ? Json(engine_run_name(engine)) : Json(nullptr)},
           {"plans", std::move(plans)}};
 }

@@ -25,11 +25,6 @@ std::string measured_cell(const VerifiedRun& run, const std::string& name, const
   return "-";
 }
 
-// The metric whose measured / predicted ratio the table shows: the damage's own.
-std::string ratio_metric(const Profile& profile) {
-  return profile.kind == ProfileKind::model ? "e2e_kld" : "attn_out_rel_err";
-}
-
 std::string header_text(const AllocationReport& report) {
   const Profile& profile = report.profile;
   const AllocationResult& result = report.result;
@@ -132,7 +127,7 @@ std::vector<std::pair<std::string, const char*>> measured_columns(const Allocati
 std::string measured_text(const AllocationReport& report) {
   const Verification& verification = *report.verification;
   const std::vector<std::pair<std::string, const char*>> measured = measured_columns(report);
-  const std::string ratio_name = ratio_metric(report.profile);
+  const std::string ratio_name = measured_damage_metric(report.profile);
   const std::size_t width = name_width(report.result);
   std::string text =
       fmt::format("\nmeasured by the sweep ({} seed{}; ± the std over seeds):\n{:<{}}  {:>7}",
@@ -165,6 +160,10 @@ std::string engine_text(const AllocationReport& report) {
       "  run it with: {}\n",
       best.scored.bits, best.scored.damage, allocation.damage, allocation.bits, engine.invocation);
   if (!report.verification) return text;
+  if (engine.profile_best) {
+    text += fmt::format("  chosen by measurement among {} plans it can run at the budget; the profile's pick was {}\n",
+                        engine.contenders.size(), engine.plans[*engine.profile_best].scored.name);
+  }
   for (const std::string& name : std::vector<std::string>{engine_run_name(engine), best.scored.name, allocation.name}) {
     const VerifiedRun* run = verified_run(*report.verification, name);
     if (run == nullptr) continue;
@@ -178,7 +177,7 @@ std::string engine_text(const AllocationReport& report) {
 // A row at the same bits: its name, kind, bits and predicted damage, and with --verify the measured
 // damage metric (and perplexity change end to end); a rule over the budget says so instead.
 std::string same_bits_line(const AllocationReport& report, const SameBitsRow& row, std::size_t width) {
-  std::string text = fmt::format("{:<{}}  {:<7}  {:>7.4f}", row.label, width, row.kind, row.scored.bits);
+  std::string text = fmt::format("{:<{}}  {:<9}  {:>7.4f}", row.label, width, row.kind, row.scored.bits);
   if (!row.fits) return text + "  over the budget (its cheapest plan)\n";
   text += fmt::format("  {:>12.5g}", row.scored.damage);
   const VerifiedRun* run = report.verification ? verified_run(*report.verification, row.scored.name) : nullptr;
@@ -186,7 +185,7 @@ std::string same_bits_line(const AllocationReport& report, const SameBitsRow& ro
     return text + (row.on_other ? "  (predicted per " +
                                       std::string(granularity_name(report.same_bits->other.granularity)) + ")\n"
                                 : "\n");
-  text += fmt::format("  {:>18}", measured_cell(*run, ratio_metric(report.profile), "{:.5f}"));
+  text += fmt::format("  {:>18}", measured_cell(*run, measured_damage_metric(report.profile), "{:.5f}"));
   if (report.verification->base) text += fmt::format("  {:>18}", measured_cell(*run, "e2e_ppl_delta_pct", "{:+.3f}"));
   return text + "\n";
 }
@@ -197,7 +196,7 @@ std::string optimum_gain_text(const AllocationReport& report) {
   const auto engine =
       std::find_if(rows.begin(), rows.end(), [](const SameBitsRow& row) { return row.kind == "engine"; });
   if (engine == rows.end()) return "";
-  const std::string metric = ratio_metric(report.profile);
+  const std::string metric = measured_damage_metric(report.profile);
   const auto measured = [&](const SameBitsRow& row) -> std::optional<double> {
     const VerifiedRun* run = report.verification ? verified_run(*report.verification, row.scored.name) : nullptr;
     return run ? measured_mean(*run, metric) : std::nullopt;
@@ -223,12 +222,12 @@ std::string same_bits_text(const AllocationReport& report) {
   std::size_t width = 4;
   for (const SameBitsRow& row : report.same_bits->rows) width = std::max(width, row.label.size());
   std::string text = fmt::format(
-      "\nat the same bits ({:.4f} per value), predicted by the {} profile{}:\n{:<{}}  {:<7}  "
+      "\nat the same bits ({:.4f} per value), predicted by the {} profile{}:\n{:<{}}  {:<9}  "
       "{:>7}  {:>12}",
       report.result.budget.bits, granularity_name(report.profile.granularity),
       report.verification ? " and measured" : "", "row", width, "kind", "bits", "damage");
   if (report.verification) {
-    text += fmt::format("  {:>18}", "meas " + ratio_metric(report.profile));
+    text += fmt::format("  {:>18}", "meas " + measured_damage_metric(report.profile));
     if (report.verification->base) text += fmt::format("  {:>18}", "e2e_ppl_delta_pct");
   }
   text += "\n";

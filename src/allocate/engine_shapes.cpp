@@ -51,10 +51,12 @@ std::string role_flags(const char* flag, const RoleTypes& role) {
   return text;
 }
 
+}  // namespace
+
 // The engine's command-line flags for a plan (llama.cpp common/arg.cpp: -ctk, -ctv, -fa; a
 // quantized V cache needs flash attention), and the environment variable that turns llama.cpp's
 // cache rotation off.
-std::string invocation(const std::string& engine, const EnginePlan& plan) {
+std::string engine_invocation(const std::string& engine, const EnginePlan& plan) {
   // TensorRT-LLM: the LLM API's KvCacheConfig(dtype=...), as trtllm-serve's --extra_llm_api_options YAML.
   if (!plan.layer_ranges.empty()) return fmt::format("kv_cache_config: {{dtype: \"{}\"}}", plan.layer_ranges);
   if (!plan.preset.empty()) {
@@ -67,6 +69,15 @@ std::string invocation(const std::string& engine, const EnginePlan& plan) {
   // llama.cpp's -fa takes on|off|auto; ik_llama.cpp's spelling differs between versions: left to the user.
   return fmt::format("{}{} {}{}", rotation_off ? "LLAMA_ATTN_ROT_DISABLE=1 " : "", role_flags("ctk", plan.k),
                      role_flags("ctv", plan.v), is_llamacpp(engine) ? " -fa on" : "");
+}
+
+namespace {
+
+// The name the engine's solver gives `plan` (solve_one_type_per_role, solve_layer_ranges, ...).
+std::string plan_name(const std::string& engine, const EnginePlan& plan) {
+  if (is_llamacpp(engine)) return fmt::format("{} -ctk {} -ctv {}", engine, plan.k.base, plan.v.base);
+  if (engine == kTrtllm) return "trtllm " + plan.layer_ranges;
+  return engine + " " + engine_invocation(engine, plan);
 }
 
 RoleTypes role_types(const LayerRanges& ranges, const std::vector<std::string>& names) {
@@ -91,9 +102,7 @@ void solve_one_type_per_role(EngineAllocation& out, const Profile& profile, cons
       EnginePlan plan;
       plan.k.base = types[static_cast<std::size_t>(k)];
       plan.v.base = types[static_cast<std::size_t>(v)];
-      plan.scored =
-          score_choice(profile, objective, fmt::format("{} -ctk {} -ctv {}", out.engine, plan.k.base, plan.v.base),
-                       one_type_per_role(profile, k, v));
+      plan.scored = score_choice(profile, objective, plan_name(out.engine, plan), one_type_per_role(profile, k, v));
       out.plans.push_back(std::move(plan));
     }
   }
@@ -115,7 +124,7 @@ void solve_layer_ranges(EngineAllocation& out, const Profile& profile, const Obj
   EnginePlan plan;
   plan.k = role_types(ranges->key, types);
   plan.v = role_types(ranges->value, types);
-  plan.scored = score_choice(profile, objective, out.engine + " " + invocation(out.engine, plan), ranges->choice);
+  plan.scored = score_choice(profile, objective, plan_name(out.engine, plan), ranges->choice);
   out.plans.push_back(std::move(plan));
   out.best = 0;
 }
@@ -153,7 +162,7 @@ void solve_vllm_presets(EngineAllocation& out, const Profile& profile, const Obj
     for (const int layer : kept->kept) {
       if (std::find(forced.begin(), forced.end(), layer) == forced.end()) plan.skip_layers.push_back(layer);
     }
-    plan.scored = score_choice(profile, objective, "vllm " + invocation(out.engine, plan), kept->choice);
+    plan.scored = score_choice(profile, objective, plan_name(out.engine, plan), kept->choice);
     out.plans.push_back(std::move(plan));
   }
   for (std::size_t i = 0; i < out.plans.size(); ++i) {
@@ -173,9 +182,129 @@ void solve_layer_types(EngineAllocation& out, const Profile& profile, const Obje
   for (const int type : layers->types)
     plan.layer_types.emplace_back(trtllm_dtype(types[static_cast<std::size_t>(type)]));
   plan.layer_ranges = trtllm_layer_ranges(profile.layers, plan.layer_types);
-  plan.scored = score_choice(profile, objective, "trtllm " + plan.layer_ranges, layers->choice);
+  plan.scored = score_choice(profile, objective, plan_name(out.engine, plan), layers->choice);
   out.plans.push_back(std::move(plan));
   out.best = 0;
+}
+
+// A layer's key and value candidates, when every head of each role has one.
+struct LayerPair {
+  int k = -1, v = -1;
+  bool operator==(const LayerPair&) const = default;
+};
+
+// `choice` as a key and value candidate per layer (profile.layers order); nullopt when a role's heads differ.
+std::optional<std::vector<LayerPair>> layer_pairs(const Profile& profile, const std::vector<int>& choice) {
+  std::vector<LayerPair> pairs(profile.layers.size());
+  for (std::size_t u = 0; u < profile.units.size(); ++u) {
+    const AllocationUnit& unit = profile.units[u].unit;
+    const auto at = std::find(profile.layers.begin(), profile.layers.end(), unit.layer);
+    if (at == profile.layers.end()) throw InternalError("engine_plan_of: a unit of a layer the profile lacks");
+    int& slot = unit.role == Role::key ? pairs[static_cast<std::size_t>(at - profile.layers.begin())].k
+                                       : pairs[static_cast<std::size_t>(at - profile.layers.begin())].v;
+    if (slot >= 0 && slot != choice[u]) return std::nullopt;
+    slot = choice[u];
+  }
+  return pairs;
+}
+
+// A role's candidate per layer as ik_llama.cpp's ranges: at most three runs of one type (the first N
+// layers, the base, the last M); of two runs the longer is the base (on a tie the second).
+std::optional<RoleTypes> as_layer_ranges(const std::vector<int>& types, const std::vector<std::string>& names) {
+  std::vector<std::pair<int, int>> runs;  // (type, length)
+  for (const int type : types) {
+    if (runs.empty() || runs.back().first != type) runs.emplace_back(type, 0);
+    ++runs.back().second;
+  }
+  if (runs.empty() || runs.size() > 3) return std::nullopt;
+  const auto name = [&](int type) { return names[static_cast<std::size_t>(type)]; };
+  RoleTypes out;
+  if (runs.size() == 2 && runs[0].second > runs[1].second) {
+    out.base = name(runs[0].first);
+    out.last = name(runs[1].first);
+    out.last_layers = runs[1].second;
+    return out;
+  }
+  const std::size_t base = runs.size() == 1 ? 0 : 1;
+  out.base = name(runs[base].first);
+  if (base == 1) {
+    out.first = name(runs[0].first);
+    out.first_layers = runs[0].second;
+  }
+  if (runs.size() == 3) {
+    out.last = name(runs[2].first);
+    out.last_layers = runs[2].second;
+  }
+  return out;
+}
+
+// vLLM: the layers at fp16 keys and values are kept, the others share one preset's formats, and the
+// preset keeps no layer outside the kept ones.
+std::optional<EnginePlan> vllm_plan_of(const Profile& profile, const std::vector<LayerPair>& pairs,
+                                       const std::vector<std::string>& types) {
+  const auto fp16 = std::find(types.begin(), types.end(), "fp16");
+  if (fp16 == types.end()) return std::nullopt;
+  const int unquantized = static_cast<int>(fp16 - types.begin());
+  std::optional<LayerPair> quantized;
+  std::vector<int> kept;
+  for (std::size_t at = 0; at < pairs.size(); ++at) {
+    if (pairs[at] == LayerPair{unquantized, unquantized}) {
+      kept.push_back(profile.layers[at]);
+    } else if (quantized && !(*quantized == pairs[at])) {
+      return std::nullopt;
+    } else {
+      quantized = pairs[at];
+    }
+  }
+  if (!quantized) return std::nullopt;
+  const int layers = static_cast<int>(pairs.size());
+  for (const VllmPreset& preset : vllm_presets()) {
+    if (preset.key_spec != types[static_cast<std::size_t>(quantized->k)] ||
+        preset.value_spec != types[static_cast<std::size_t>(quantized->v)]) {
+      continue;
+    }
+    EnginePlan plan;
+    bool keeps_only_kept = true;
+    for (int at = 0; at < layers; ++at) {
+      const int layer = profile.layers[static_cast<std::size_t>(at)];
+      const bool forced = !vllm_layer_quantized(preset, at, layers);
+      const bool is_kept = std::find(kept.begin(), kept.end(), layer) != kept.end();
+      if (forced && !is_kept) keeps_only_kept = false;
+      if (is_kept && !forced) plan.skip_layers.push_back(layer);
+    }
+    if (!keeps_only_kept) continue;
+    plan.preset = preset.name;
+    plan.k.base = preset.key_spec;
+    plan.v.base = preset.value_spec;
+    plan.kept_layers = kept;
+    return plan;
+  }
+  return std::nullopt;
+}
+
+// The plan of `pairs` in `engine`'s shape, unscored; nullopt when the shape cannot hold it.
+std::optional<EnginePlan> unscored_plan_of(const Profile& profile, const std::string& engine,
+                                           const std::vector<std::string>& types, const std::vector<LayerPair>& pairs) {
+  std::vector<int> keys, values;
+  for (const LayerPair& pair : pairs) {
+    keys.push_back(pair.k);
+    values.push_back(pair.v);
+  }
+  if (engine == kVllm) return vllm_plan_of(profile, pairs, types);
+  EnginePlan plan;
+  if (engine == kTrtllm) {
+    if (keys != values) return std::nullopt;
+    for (const int type : keys) plan.layer_types.emplace_back(trtllm_dtype(types[static_cast<std::size_t>(type)]));
+    plan.layer_ranges = trtllm_layer_ranges(profile.layers, plan.layer_types);
+    return plan;
+  }
+  const std::optional<RoleTypes> k = as_layer_ranges(keys, types), v = as_layer_ranges(values, types);
+  if (!k || !v) return std::nullopt;
+  plan.k = *k;
+  plan.v = *v;
+  const bool one_type = k->first_layers == 0 && k->last_layers == 0 && v->first_layers == 0 && v->last_layers == 0;
+  if (is_llamacpp(engine) && !one_type) return std::nullopt;
+  return plan;
 }
 
 }  // namespace
@@ -192,6 +321,18 @@ std::string trtllm_layer_ranges(const std::vector<int>& layers, const std::vecto
     from = to + 1;
   }
   return text;
+}
+
+std::optional<EnginePlan> engine_plan_of(const Profile& profile, const Objective& objective, const std::string& engine,
+                                         const std::vector<std::string>& engine_types, const std::vector<int>& choice) {
+  if (engine_types.size() != profile.candidates.size() || choice.size() != profile.units.size()) {
+    throw InternalError("engine_plan_of: a type name per candidate and a candidate per unit expected");
+  }
+  const std::optional<std::vector<LayerPair>> pairs = layer_pairs(profile, choice);
+  if (!pairs) return std::nullopt;
+  std::optional<EnginePlan> plan = unscored_plan_of(profile, engine, engine_types, *pairs);
+  if (plan) plan->scored = score_choice(profile, objective, plan_name(engine, *plan), choice);
+  return plan;
 }
 
 std::vector<std::string> engine_type_names(const std::string& engine, const std::vector<std::string>& types) {
@@ -267,7 +408,7 @@ EngineAllocation allocate_for_engine(const Profile& profile, const Objective& ob
     fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {}, {}, {})", engine,
          kIkLlamaCpp, kVllm, kTrtllm);
   }
-  if (out.best) out.invocation = invocation(engine, out.plans[*out.best]);
+  if (out.best) out.invocation = engine_invocation(engine, out.plans[*out.best]);
   return out;
 }
 

@@ -57,8 +57,8 @@ struct EnginePlan {
   std::vector<int> kept_layers;  ///< vLLM: every layer kept unquantized (the boundary ones included)
   /// TensorRT-LLM: the engine's dtype of each layer (profile.layers order), keys and values alike
   std::vector<std::string> layer_types;
-  std::string layer_ranges;      ///< TensorRT-LLM: layer_types as its range string ("0-1:fp8,2-3:nvfp4")
-  ScoredChoice scored;           ///< as a choice of the profile's candidates, predicted
+  std::string layer_ranges;  ///< TensorRT-LLM: layer_types as its range string ("0-1:fp8,2-3:nvfp4")
+  ScoredChoice scored;       ///< as a choice of the profile's candidates, predicted
 };
 
 struct EngineAllocation {
@@ -67,9 +67,14 @@ struct EngineAllocation {
   /// llama.cpp: every plan, by ascending bits; vllm: each preset's best; ik_llama.cpp, trtllm: the best
   /// only (their plans are too many to list: layer_ranges.h, layer_types.h)
   std::vector<EnginePlan> plans;
-  std::optional<std::size_t> best;  ///< index in plans of the least predicted damage within the budget
-  std::string invocation;           ///< the engine's flags for the best plan ("-ctk q8_0 -ctv q4_0 -fa on")
-  bool runs_itself = false;         ///< tqlab has the engine's numerics (engine/engine.h): --verify runs it
+  /// index in plans of the plan the engine is told to run: the least predicted damage within the budget,
+  /// or with --verify the least measured among the contenders (allocate/measured_pick.h)
+  std::optional<std::size_t> best;
+  /// with --verify, when the measurement chose another plan: the index of the profile's best
+  std::optional<std::size_t> profile_best;
+  std::vector<std::size_t> contenders;  ///< with --verify: the plans measured to choose best (best among them)
+  std::string invocation;               ///< the engine's flags for the best plan ("-ctk q8_0 -ctv q4_0 -fa on")
+  bool runs_itself = false;             ///< tqlab has the engine's numerics (engine/engine.h): --verify runs it
 };
 
 /// The engines allocate --engine takes: "llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp", "vllm", "trtllm". `text`'s
@@ -100,6 +105,18 @@ std::vector<std::string> engine_type_names(const std::string& engine, const std:
 /// TensorRT-LLM's range string for a dtype per layer: consecutive layers of one dtype as "A-B:T"
 /// (inclusive), a lone layer as "A:T", joined by commas. `layers` are the layer numbers.
 std::string trtllm_layer_ranges(const std::vector<int>& layers, const std::vector<std::string>& dtypes);
+
+/// The plan `engine` runs for `choice` (a candidate per unit of `profile`, `engine_types` as
+/// allocate_for_engine takes them), scored on the profile and named as the engine's solver names its plans; nullopt
+/// when the engine cannot express it: the heads of a layer's role differ, or llama.cpp: a role's layers
+/// differ; ik_llama.cpp: a role's layers form more than three runs of one type; vllm: the layers not at
+/// fp16 keys and values differ, or no preset has their formats and keeps at most the fp16 layers;
+/// trtllm: a layer's keys and values differ.
+std::optional<EnginePlan> engine_plan_of(const Profile& profile, const Objective& objective, const std::string& engine,
+                                         const std::vector<std::string>& engine_types, const std::vector<int>& choice);
+
+/// The engine's own invocation of `plan` (its flags, or TensorRT-LLM's KvCacheConfig line).
+std::string engine_invocation(const std::string& engine, const EnginePlan& plan);
 
 /// The plans `engine` can run over `profile`'s candidates, `engine_types[i]` being the engine's
 /// name of profile.candidates[i], scored and solved exactly at `budget`.

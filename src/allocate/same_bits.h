@@ -19,7 +19,7 @@ namespace tqlab {
 
 struct SameBitsRow {
   std::string label;      ///< as a user knows it: "per-head optimum (the allocation)", "llama.cpp -ctk q5_1 -ctv q5_1"
-  std::string kind;       ///< "engine", "optimum", "uniform", "rule"
+  std::string kind;       ///< "engine", "predicted" (allocate/measured_pick.h), "optimum", "uniform", "rule"
   bool on_other = false;  ///< predicted by (and a choice over the units of) the other profile
   bool fits = true;       ///< false: a rule whose cheapest plan is over the budget (not measured)
   ScoredChoice scored;    ///< its name is the verify run's name

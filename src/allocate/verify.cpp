@@ -55,8 +55,7 @@ SweepConfig engine_sweep(const SweepConfig& config, const std::vector<EngineRunC
 }  // namespace
 
 Verification verify_choices(const SweepConfig& config, const std::vector<ProfiledChoice>& choices, int threads,
-                            const std::function<void(std::size_t done, std::size_t total)>& on_progress,
-                            const std::vector<EngineRunChoice>& engine_runs) {
+                            const std::function<void(std::size_t done, std::size_t total)>& on_progress) {
   const auto start = std::chrono::steady_clock::now();
   Verification verification;
   verification.seeds = config.seeds;
@@ -80,15 +79,25 @@ Verification verify_choices(const SweepConfig& config, const std::vector<Profile
     sweep.runs.push_back(std::move(run));
   }
   verification.base = sweep_into(std::move(sweep), threads, on_progress, verification.runs.data()).end_to_end;
-  if (!engine_runs.empty()) {
-    if (!config.model) throw InternalError("verify_choices: engine runs without a model block");
-    const std::size_t first = verification.runs.size();
-    for (const EngineRunChoice& engine_run : engine_runs)
-      verification.runs.emplace_back().names.push_back(engine_run.name);
-    sweep_into(engine_sweep(config, engine_runs), threads, on_progress, verification.runs.data() + first);
-  }
   verification.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return verification;
+}
+
+void verify_engine_runs(const SweepConfig& config, const std::vector<EngineRunChoice>& engine_runs, int threads,
+                        const std::function<void(std::size_t done, std::size_t total)>& on_progress,
+                        Verification& verification) {
+  if (engine_runs.empty()) return;
+  if (!config.model) throw InternalError("verify_engine_runs: engine runs without a model block");
+  const auto start = std::chrono::steady_clock::now();
+  const std::size_t first = verification.runs.size();
+  for (const EngineRunChoice& engine_run : engine_runs)
+    verification.runs.emplace_back().names.push_back(engine_run.name);
+  sweep_into(engine_sweep(config, engine_runs), threads, on_progress, verification.runs.data() + first);
+  verification.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string measured_damage_metric(const Profile& profile) {
+  return profile.kind == ProfileKind::model ? "e2e_kld" : "attn_out_rel_err";
 }
 
 const VerifiedRun* verified_run(const Verification& verification, const std::string& name) {

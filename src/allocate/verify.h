@@ -40,12 +40,20 @@ struct ProfiledChoice {
   const ScoredChoice* choice;
 };
 
-/// Sweeps `choices` over `config`'s data or model (choices that write the same run measured once),
-/// and after them `engine_runs` (a model block's end-to-end metrics only: engines run models).
+/// Sweeps `choices` over `config`'s data or model (choices that write the same run measured once).
 /// `on_progress(done, total)` is called as the sweep's work items and model passes finish.
 Verification verify_choices(const SweepConfig& config, const std::vector<ProfiledChoice>& choices, int threads,
-                            const std::function<void(std::size_t done, std::size_t total)>& on_progress,
-                            const std::vector<EngineRunChoice>& engine_runs = {});
+                            const std::function<void(std::size_t done, std::size_t total)>& on_progress);
+
+/// Measures `engine_runs` over `config`'s model block (end-to-end metrics only, the first seed: an
+/// engine's cache is deterministic) and appends them to `verification`'s runs.
+void verify_engine_runs(const SweepConfig& config, const std::vector<EngineRunChoice>& engine_runs, int threads,
+                        const std::function<void(std::size_t done, std::size_t total)>& on_progress,
+                        Verification& verification);
+
+/// The measured metric rows are compared by, and measured / predicted is given for: a model
+/// profile's e2e_kld, an offline profile's attn_out_rel_err.
+std::string measured_damage_metric(const Profile& profile);
 
 /// The run of `verification` that measured the choice `name`; null when none did.
 const VerifiedRun* verified_run(const Verification& verification, const std::string& name);

@@ -67,10 +67,13 @@ assert sorted((p["k"], p["v"]) for p in plans) == sorted((k, v) for k in types f
 fits = [p for p in plans if p["fits"]]
 assert all(p["bits"] <= budget + 1e-12 for p in fits) and all(p["bits"] > budget for p in plans if not p["fits"])
 best = engine["best"]
-assert best["bits"] <= budget and best["damage"] == min(p["damage"] for p in fits), best
+# The profile's pick is the least predicted damage within the budget; --verify keeps it unless a plan
+# the engine can run at the budget (here a uniform type) measured less (allocate/measured_pick.h).
+least = min(p["damage"] for p in fits)
+assert best["bits"] <= budget and (best["damage"] == least) == (engine["chosen_by"] == "profile"), engine
 for p in fits:
     if p["k"] == p["v"]:
-        assert best["damage"] <= p["damage"], f"worse than uniform {p['k']}"
+        assert least <= p["damage"], f"worse than uniform {p['k']}"
 assert engine["invocation"] == f"-ctk {best['k']} -ctv {best['v']} -fa on", engine["invocation"]
 names = [name for run in doc["verify"]["runs"] for name in run["names"]]
 assert "llama.cpp itself" in names and best["name"] in names and "allocation" in names, names
@@ -161,10 +164,12 @@ if best["skip_layers"]:
 assert engine["invocation"] == flags and best["damage"] == min(p["damage"] for p in engine["plans"]), engine
 PY
 
-# trtllm: a dtype per layer, keys and values alike, as TensorRT-LLM's range string; never predicted worse
-# than a rule or a uniform type it can run at the same bits (each is a dtype per layer).
+# trtllm: a dtype per layer, keys and values alike, as TensorRT-LLM's range string; the profile's pick
+# never predicted worse than a rule or a uniform type it can run at the same bits (each is a dtype per
+# layer), and with --verify the plan it is told to run never measured worse than one (chosen by
+# measurement among them: allocate/measured_pick.h).
 expect_exit 0 "allocate --engine trtllm" -- "$TQLAB" allocate --config config.json --engine trtllm --budget 6 \
-  -o alloc_trt.json --quiet
+  --verify --threads 2 -o alloc_trt.json --quiet
 "$python" - alloc_trt.json <<'PY' || fail "trtllm's plan is not a dtype per layer in its range string, or loses to a rule"
 import json, sys
 doc = json.load(open(sys.argv[1]))
@@ -181,9 +186,17 @@ for part in best["dtype"].split(","):
     layer = last + 1
 assert ranges == best["layer_types"] and engine["invocation"] == f'kv_cache_config: {{dtype: "{best["dtype"]}"}}'
 assert best["bits"] <= budget and engine["measured_as"] is None
-for row in doc["same_bits"]["rows"]:
+rows = doc["same_bits"]["rows"]
+kld = {name: run["metrics"]["e2e_kld"]["mean"] for run in doc["verify"]["runs"] for name in run["names"]}
+pick = next(r for r in rows if r["kind"] == ("predicted" if engine["chosen_by"] == "measurement" else "engine"))
+assert (engine["profile_best"] is None) == (engine["chosen_by"] == "profile"), engine
+assert engine["contenders"][0] in (best["name"], engine["profile_best"]) and best["name"] in engine["contenders"]
+for row in rows:
     if row["kind"] in ("uniform", "rule") and row["fits"]:
-        assert best["damage"] <= row["damage"] * (1 + 1e-12), (best, row)
+        assert pick["damage"] <= row["damage"] * (1 + 1e-12), (pick, row)
+        assert kld[best["name"]] <= kld[row["name"]], (best["name"], row["name"], kld)
+for name in engine["contenders"]:
+    assert kld[best["name"]] <= kld[name], (best["name"], name, kld)
 PY
 
 # A random-weight model of 12 layers whose layer 5 has a planted fragile key cache
