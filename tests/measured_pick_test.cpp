@@ -215,5 +215,38 @@ TEST(MeasuredPickTest, TheProfilesBestStaysUnlessAContenderMeasuresLess) {
   EXPECT_EQ(*fixture.engine.best, best);
 }
 
+// llama.cpp, which tqlab runs itself, is picked by its runs under the engine (one per contender), not
+// by the same plans in tqlab's semantics; the chosen one's run is then named "llama.cpp itself".
+TEST(MeasuredPickTest, AnEngineTqlabRunsIsPickedByItsOwnRuns) {
+  std::mt19937_64 rng(21385);
+  const Profile profile = random_profile(rng, 4, kCandidates);
+  const std::vector<std::string> types{"q4_0", "q5_0", "q8_0", "f16"};
+  const Budget budget = resolve_budget(profile, "5", "--budget");
+  const AllocationResult result = allocate_bits(profile, Objective{}, budget);
+  EngineAllocation engine = allocate_for_engine(profile, Objective{}, budget, "llama.cpp", types);
+  SameBits same = same_bits_rows(profile, profile, result, engine, types);
+  add_contenders(engine, same, profile, Objective{}, types);
+  ASSERT_GE(engine.contenders.size(), 2U);
+  const std::vector<EngineRunChoice> runs = contender_engine_runs(engine);
+  ASSERT_EQ(runs.size(), engine.contenders.size());
+  const std::size_t rival = engine.contenders.back();
+  EXPECT_EQ(runs.back().name, "llama.cpp itself (" + engine_invocation("llama.cpp", engine.plans[rival]) + ")");
+  EXPECT_EQ(runs.back().k, engine.plans[rival].k.base);
+  // In tqlab's semantics the profile's pick measures less; under the engine the rival does.
+  std::vector<std::pair<std::string, double>> values;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const bool is_rival = engine.contenders[i] == rival;
+    values.emplace_back(engine.plans[engine.contenders[i]].scored.name, is_rival ? 2.0 : 1.0);
+    values.emplace_back(runs[i].name, is_rival ? 0.5 : 1.0);
+  }
+  Verification verification = measured_as(values);
+  pick_measured_best(engine, same, profile, Objective{}, verification, "e2e_kld");
+  EXPECT_EQ(*engine.best, rival);
+  name_engine_run(engine, verification);
+  const VerifiedRun* itself = verified_run(verification, "llama.cpp itself");
+  ASSERT_NE(itself, nullptr);
+  EXPECT_EQ(itself->names.front(), runs.back().name);
+}
+
 }  // namespace
 }  // namespace tqlab

@@ -257,20 +257,19 @@ void solve_for_engine(const AllocateContext& context, const Budget& budget, Allo
   }
 }
 
-// --verify with --engine: the engine's plan chosen by measurement among its contenders, then, for an
-// engine tqlab runs itself, that plan measured under the engine.
+// --verify with --engine: the engine's plan chosen by measurement among its contenders, each measured
+// under the engine itself when tqlab runs it (allocate/measured_pick.h).
 void settle_engine_plan(const AllocateContext& context, AllocationReport& report, const Step& step) {
   EngineAllocation& engine = *report.engine;
+  verify_engine_runs(context.config, contender_engine_runs(engine), context.request.threads, step.progress(),
+                     *report.verification);
   pick_measured_best(engine, *report.same_bits, report.profile, context.request.objective, *report.verification,
                      measured_damage_metric(report.profile));
+  name_engine_run(engine, *report.verification);
   if (engine.profile_best) {
     context.note(fmt::format("allocate: {} measured less damage than the profile's pick {}: the engine runs it",
                              engine.plans[*engine.best].scored.name, engine.plans[*engine.profile_best].scored.name));
   }
-  if (!engine.runs_itself || !engine.best) return;
-  const EnginePlan& best = engine.plans[*engine.best];
-  verify_engine_runs(context.config, {{engine_run_name(engine), engine.engine, best.k.base, best.v.base}},
-                     context.request.threads, step.progress(), *report.verification);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <optional>
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace tqlab {
 namespace {
 
@@ -55,13 +57,39 @@ void add_contenders(EngineAllocation& engine, const SameBits& same, const Profil
   }
 }
 
+std::string contender_run_name(const EngineAllocation& engine, std::size_t index) {
+  const EnginePlan& plan = engine.plans[index];
+  if (!engine.runs_itself) return plan.scored.name;
+  return fmt::format("{} ({})", engine_run_name(engine), engine_invocation(engine.engine, plan));
+}
+
+std::vector<EngineRunChoice> contender_engine_runs(const EngineAllocation& engine) {
+  std::vector<EngineRunChoice> runs;
+  if (!engine.runs_itself) return runs;
+  for (const std::size_t index : engine.contenders) {
+    const EnginePlan& plan = engine.plans[index];
+    runs.push_back({contender_run_name(engine, index), engine.engine, plan.k.base, plan.v.base});
+  }
+  return runs;
+}
+
+void name_engine_run(const EngineAllocation& engine, Verification& verification) {
+  if (!engine.runs_itself || !engine.best) return;
+  const std::string measured = contender_run_name(engine, *engine.best);
+  for (VerifiedRun& run : verification.runs) {
+    if (std::find(run.names.begin(), run.names.end(), measured) != run.names.end()) {
+      run.names.push_back(engine_run_name(engine));
+    }
+  }
+}
+
 void pick_measured_best(EngineAllocation& engine, SameBits& same, const Profile& profile, const Objective& objective,
                         const Verification& verification, const std::string& metric) {
   if (!engine.best || engine.contenders.empty()) return;
   std::size_t chosen = *engine.best;
-  std::optional<double> least = measured(verification, engine.plans[chosen].scored.name, metric);
+  std::optional<double> least = measured(verification, contender_run_name(engine, chosen), metric);
   for (const std::size_t index : engine.contenders) {
-    const std::optional<double> value = measured(verification, engine.plans[index].scored.name, metric);
+    const std::optional<double> value = measured(verification, contender_run_name(engine, index), metric);
     if (!value || !least) return;
     if (*value < *least) {
       least = value;

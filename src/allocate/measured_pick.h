@@ -6,8 +6,9 @@
 // same 5.38 bits, where the profile predicted 0.00708 against 0.00731). So --verify measures, besides
 // the profile's best, every row at the same bits within the budget that the engine can run (the
 // uniform spec, the rules, an optimum that happens to fit the engine's shape: engine_plan_of), and
-// the engine is told to run the least measured. Measured in the semantics the rows are compared in
-// (tqlab's); an engine tqlab runs itself (llama.cpp) is then measured running the chosen plan.
+// the engine is told to run the least measured. Measured in the engine's own numerics where tqlab has
+// them (llama.cpp: each contender run under the engine itself, one seed), else in tqlab's semantics,
+// in which every row is compared.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +28,20 @@ namespace tqlab {
 void add_contenders(EngineAllocation& engine, const SameBits& same, const Profile& profile, const Objective& objective,
                     const std::vector<std::string>& engine_types);
 
-/// Moves engine.best to the contender of least measured `metric` (mean over seeds; ties keep the
+/// The verify run that measures plan `index` of `engine` for the pick: for an engine tqlab runs itself
+/// its run under the engine ("llama.cpp itself (-ctk q5_1 -ctv q5_1 -fa on)"), else the plan's own run
+/// in tqlab's semantics (its name).
+std::string contender_run_name(const EngineAllocation& engine, std::size_t index);
+
+/// The runs under the engine itself that measure engine.contenders (none unless tqlab runs the engine).
+std::vector<EngineRunChoice> contender_engine_runs(const EngineAllocation& engine);
+
+/// Gives the run under the engine that measured engine.best the name engine_run_name (what
+/// "measured_as" says: "llama.cpp itself"). Nothing unless tqlab runs the engine.
+void name_engine_run(const EngineAllocation& engine, Verification& verification);
+
+/// Moves engine.best to the contender of least measured `metric` (contender_run_name's run, mean over
+/// seeds; ties keep the
 /// profile's best; the plans are choices over `profile`'s units). When it moves: engine.profile_best keeps the
 /// profile's best, the invocation is the new best's, `same`'s engine row (and engine_on_other) is the new best, and a
 /// row of kind "predicted" after it is the profile's best. Unchanged when a contender has no measurement.

@@ -77,6 +77,10 @@ for p in fits:
 assert engine["invocation"] == f"-ctk {best['k']} -ctv {best['v']} -fa on", engine["invocation"]
 names = [name for run in doc["verify"]["runs"] for name in run["names"]]
 assert "llama.cpp itself" in names and best["name"] in names and "allocation" in names, names
+# Each contender ran under llama.cpp's numerics; the plan it is told to run measured least there.
+itself = {n: r["metrics"]["e2e_kld"]["mean"] for r in doc["verify"]["runs"] for n in r["names"] if "itself" in n}
+assert len(itself) == len(engine["contenders"]) + 1, (itself, engine["contenders"])
+assert all(itself["llama.cpp itself"] <= value for value in itself.values()), itself
 # Side by side at the same bits: the engine's plan first, both optima, uniform and the rules, every row
 # that fits measured; vLLM's rule keeps all 4 layers at f16 here, over the budget, and is not measured.
 rows = doc["same_bits"]["rows"]
