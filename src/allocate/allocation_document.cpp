@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "allocate/modelopt_kv_config.h"
 #include "allocate/profile_json.h"
+#include "core/error.h"
 #include "tqlab_version.h"
 
 namespace tqlab {
@@ -137,8 +139,14 @@ void add_role_json(Json& out, const std::string& name, const RoleTypes& role) {
   if (role.last_layers > 0) out[name + "_last"] = {role.last, role.last_layers};
 }
 
-// A plan's types: a vLLM preset with its layers, or each role's.
+// A plan's types: a layer map, a dtype per layer, a vLLM preset with its layers, or each role's.
 void add_plan_json(Json& out, const EnginePlan& plan) {
+  if (plan.layer_map_plan) {  // vLLM's layer map, modelopt: each quantized layer's quant_algo
+    Json layers = Json::object();
+    for (const LayerAlgo& entry : plan.layer_map) layers[std::to_string(entry.layer)] = entry.quant_algo;
+    out["layer_map"] = std::move(layers);
+    return;
+  }
   if (!plan.layer_types.empty()) {  // TensorRT-LLM: a dtype per layer, keys and values alike
     out["layer_types"] = plan.layer_types;
     out["dtype"] = plan.layer_ranges;
@@ -185,6 +193,8 @@ Json engine_json(const EngineAllocation& engine, const Budget& budget) {
           {"profile_best", engine.profile_best ? Json(engine.plans[*engine.profile_best].scored.name) : Json(nullptr)},
           {"contenders", std::move(contenders)},
           {"measured_as", engine.runs_itself ? Json(engine_run_name(engine)) : Json(nullptr)},
+          {"loader_file", engine.loader_file.empty() ? Json(nullptr) : Json(engine.loader_file)},
+          {"loader_config", engine.loader_file.empty() ? Json(nullptr) : engine_loader_config(engine)},
           {"plans", std::move(plans)}};
 }
 
@@ -217,6 +227,11 @@ Json same_bits_json(const AllocationReport& report) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json engine_loader_config(const EngineAllocation& engine) {
+  if (!engine.best || engine.loader_file.empty()) throw InternalError("engine_loader_config: no loader file");
+  return modelopt_kv_config(engine.plans[*engine.best].layer_map);
+}
 
 std::vector<const ScoredChoice*> verified_choices(const AllocationResult& result) {
   std::vector<const ScoredChoice*> choices{&result.allocation};

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "allocate/allocation_document.h"
 
@@ -159,6 +160,10 @@ std::string engine_text(const AllocationReport& report) {
       "  best within the budget: {:.4f} bits, predicted damage {:.5g} (the allocation: {:.5g} at {:.4f} bits)\n"
       "  run it with: {}\n",
       best.scored.bits, best.scored.damage, allocation.damage, allocation.bits, engine.invocation);
+  if (!engine.loader_file.empty()) {
+    text += fmt::format("  with {} beside the checkpoint (--engine-config FILE writes it): {}\n", engine.loader_file,
+                        engine_loader_config(engine).dump());
+  }
   if (!report.verification) return text;
   if (engine.profile_best) {
     text += fmt::format("  chosen by measurement among {} plans it can run at the budget; the profile's pick was {}\n",

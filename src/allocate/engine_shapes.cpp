@@ -20,6 +20,7 @@ namespace {
 constexpr const char* kIkLlamaCpp = "ik_llama.cpp";
 constexpr const char* kVllm = "vllm";
 constexpr const char* kTrtllm = "trtllm";
+constexpr const char* kModelopt = "modelopt";
 
 // TensorRT-LLM's dtype strings for tqlab's specs of its KV cache types: "fp8" and "nvfp4" as
 // KvCacheConfig.dtype takes them, the 16-bit types as tensorrt_llm/_utils.py's dtype table spells them.
@@ -59,6 +60,8 @@ std::string role_flags(const char* flag, const RoleTypes& role) {
 std::string engine_invocation(const std::string& engine, const EnginePlan& plan) {
   // TensorRT-LLM: the LLM API's KvCacheConfig(dtype=...), as trtllm-serve's --extra_llm_api_options YAML.
   if (!plan.layer_ranges.empty()) return fmt::format("kv_cache_config: {{dtype: \"{}\"}}", plan.layer_ranges);
+  // A layer map: vLLM takes the checkpoint's recipe only with "auto" (an explicit dtype overrides every layer).
+  if (plan.layer_map_plan) return "--kv-cache-dtype auto";
   if (!plan.preset.empty()) {
     std::string text = "--kv-cache-dtype " + plan.preset;
     if (!plan.skip_layers.empty())
@@ -129,16 +132,55 @@ void solve_layer_ranges(EngineAllocation& out, const Profile& profile, const Obj
   out.best = 0;
 }
 
+// The index of `spec` in `types`, -1 when absent.
+int type_index(const std::vector<std::string>& types, std::string_view spec) {
+  const auto found = std::find(types.begin(), types.end(), spec);
+  return found == types.end() ? -1 : static_cast<int>(found - types.begin());
+}
+
+// A layer-map plan from a per-layer choice of (key, value) pairs: each layer's entry, a layer whose pair is
+// unquantized (fp16) left out, and its name: "<engine> layer map 0-1:FP8,2:NVFP4,3:unquantized".
+EnginePlan layer_map_plan(const Profile& profile, const Objective& objective, const std::string& engine,
+                          const std::vector<std::string>& types, const std::vector<KvPair>& pairs,
+                          const LayerPairsPlan& solved) {
+  EnginePlan plan;
+  plan.layer_map_plan = true;
+  std::vector<std::string> names;
+  for (std::size_t at = 0; at < profile.layers.size(); ++at) {
+    const KvPair pair = pairs[static_cast<std::size_t>(solved.options[at])];
+    const std::string algo =
+        modelopt_quant_algo(types[static_cast<std::size_t>(pair.key)], types[static_cast<std::size_t>(pair.value)]);
+    names.push_back(algo.empty() ? "unquantized" : algo);
+    if (!algo.empty()) plan.layer_map.push_back({profile.layers[at], algo});
+  }
+  plan.scored =
+      score_choice(profile, objective,
+                   fmt::format("{} layer map {}", engine, trtllm_layer_ranges(profile.layers, names)), solved.choice);
+  return plan;
+}
+
+// vLLM's layer map (vLLM PR #56116): per layer FP8, NVFP4 (keys and values alike) or left out at the
+// model's dtype, over those of fp8_e4m3, nvfp4 and fp16 that are candidates; none when neither format is.
+std::optional<EnginePlan> solve_vllm_layer_map(const Profile& profile, const Objective& objective, const Budget& budget,
+                                               const std::vector<std::string>& types) {
+  std::vector<KvPair> pairs;
+  for (const std::string_view spec : {"fp8_e4m3", "nvfp4", "fp16"}) {
+    if (const int at = type_index(types, spec); at >= 0) pairs.push_back({at, at});
+  }
+  if (pairs.size() < 2) return std::nullopt;  // fp16 alone (solve_vllm_presets requires it): no map
+  const std::optional<LayerPairsPlan> solved = best_layer_pairs(profile, objective, budget.capacity, pairs);
+  if (!solved) return std::nullopt;
+  return layer_map_plan(profile, objective, kVllm, types, pairs, *solved);
+}
+
 // vLLM: every preset whose formats are candidates, each with the best set of kept layers.
 void solve_vllm_presets(EngineAllocation& out, const Profile& profile, const Objective& objective, const Budget& budget,
                         const std::vector<std::string>& types) {
   out.shape =
       "a preset on every layer but those kept at the model's precision (a TurboQuant preset's first and "
-      "last 2, and --kv-cache-dtype-skip-layers)";
-  const auto index_of = [&](std::string_view spec) {
-    const auto found = std::find(types.begin(), types.end(), spec);
-    return found == types.end() ? -1 : static_cast<int>(found - types.begin());
-  };
+      "last 2, and --kv-cache-dtype-skip-layers), or with --kv-cache-dtype auto the checkpoint's layer map "
+      "(FP8 or NVFP4 per layer, keys and values alike)";
+  const auto index_of = [&](std::string_view spec) { return type_index(types, spec); };
   const int unquantized = index_of("fp16");
   if (unquantized < 0) {
     fail("allocate --engine vllm: the candidates need fp16, the precision of the layers vLLM keeps unquantized");
@@ -165,9 +207,30 @@ void solve_vllm_presets(EngineAllocation& out, const Profile& profile, const Obj
     plan.scored = score_choice(profile, objective, plan_name(out.engine, plan), kept->choice);
     out.plans.push_back(std::move(plan));
   }
+  if (std::optional<EnginePlan> map = solve_vllm_layer_map(profile, objective, budget, types)) {
+    out.plans.push_back(std::move(*map));
+  }
   for (std::size_t i = 0; i < out.plans.size(); ++i) {
     if (!out.best || out.plans[i].scored.damage < out.plans[*out.best].scored.damage) out.best = i;
   }
+}
+
+// Model-Optimizer's layer-wise KV AutoQuant (PR #2272): per layer FP8 K/V, FP8-K/NVFP4-V or NVFP4 K/V,
+// those whose formats are candidates.
+void solve_modelopt_pairs(EngineAllocation& out, const Profile& profile, const Objective& objective,
+                          const Budget& budget, const std::vector<std::string>& types) {
+  out.shape =
+      "per layer one (K, V) pair among FP8 K/V, FP8-K/NVFP4-V and NVFP4 K/V (Model-Optimizer's layer-wise KV "
+      "AutoQuant), in the checkpoint's hf_quant_config.json";
+  const int fp8 = type_index(types, "fp8_e4m3"), nvfp4 = type_index(types, "nvfp4");
+  std::vector<KvPair> pairs;
+  if (fp8 >= 0) pairs.push_back({fp8, fp8});
+  if (fp8 >= 0 && nvfp4 >= 0) pairs.push_back({fp8, nvfp4});
+  if (nvfp4 >= 0) pairs.push_back({nvfp4, nvfp4});
+  const std::optional<LayerPairsPlan> solved = best_layer_pairs(profile, objective, budget.capacity, pairs);
+  if (!solved) return;
+  out.plans.push_back(layer_map_plan(profile, objective, kModelopt, types, pairs, *solved));
+  out.best = 0;
 }
 
 // TensorRT-LLM: a dtype per layer, keys and values alike (allocate/layer_types.h), over every candidate.
@@ -343,6 +406,15 @@ std::vector<std::string> engine_type_names(const std::string& engine, const std:
 }
 
 void check_engine_types(const std::string& engine, const std::vector<std::string>& types, const std::string& option) {
+  if (engine == kModelopt) {
+    for (const std::string& type : types) {
+      if (type != "fp8_e4m3" && type != "nvfp4") {
+        fail("allocate: {} '{}' with --engine {}: its layer-wise KV formats are fp8_e4m3 and nvfp4 (FP8, NVFP4)",
+             option, type, engine);
+      }
+    }
+    return;
+  }
   if (engine != kTrtllm) return;
   for (const std::string& type : types) {
     if (trtllm_dtype(type).empty()) {
@@ -355,18 +427,18 @@ void check_engine_types(const std::string& engine, const std::vector<std::string
 }
 
 std::string canonical_allocation_engine(const std::string& text, const std::string& option) {
-  if (text == kIkLlamaCpp || text == kVllm || text == kTrtllm) return text;
+  if (text == kIkLlamaCpp || text == kVllm || text == kTrtllm || text == kModelopt) return text;
   const std::string engine = is_llamacpp(text) ? canonical_engine(text, option) : text;
   if (!is_llamacpp(engine)) {
-    fail("{} '{}': allocate solves over what llama.cpp, llama.cpp:rot=off, {}, {} and {} can run", option, text,
-         kIkLlamaCpp, kVllm, kTrtllm);
+    fail("{} '{}': allocate solves over what llama.cpp, llama.cpp:rot=off, {}, {}, {} and {} can run", option, text,
+         kIkLlamaCpp, kVllm, kTrtllm, kModelopt);
   }
   return engine;
 }
 
 std::string engine_of_types(const std::string& engine) {
   if (engine == kIkLlamaCpp) return "llama.cpp";
-  return engine == kVllm || engine == kTrtllm ? "tqlab" : engine;
+  return engine == kVllm || engine == kTrtllm || engine == kModelopt ? "tqlab" : engine;
 }
 
 std::string engine_run_name(const EngineAllocation& allocation) { return allocation.engine + " itself"; }
@@ -380,12 +452,13 @@ std::vector<std::string> default_engine_types(const std::string& engine) {
         if (std::find(types.begin(), types.end(), spec) == types.end()) types.emplace_back(spec);
       }
     }
-    types.emplace_back("fp16");
+    for (const char* spec : {"fp16", "fp8_e4m3", "nvfp4"}) types.emplace_back(spec);  // fp16: kept layers
     return types;
   }
   if (engine == kTrtllm) return {"fp16", "fp8_e4m3", "nvfp4"};
-  fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {}, {}, {})", engine,
-       kIkLlamaCpp, kVllm, kTrtllm);
+  if (engine == kModelopt) return {"fp8_e4m3", "nvfp4"};
+  fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {}, {}, {}, {})",
+       engine, kIkLlamaCpp, kVllm, kTrtllm, kModelopt);
 }
 
 EngineAllocation allocate_for_engine(const Profile& profile, const Objective& objective, const Budget& budget,
@@ -404,11 +477,18 @@ EngineAllocation allocate_for_engine(const Profile& profile, const Objective& ob
   } else if (engine == kTrtllm) {
     check_engine_types(engine, engine_types, "--candidates");
     solve_layer_types(out, profile, objective, budget, engine_types);
+  } else if (engine == kModelopt) {
+    check_engine_types(engine, engine_types, "--candidates");
+    solve_modelopt_pairs(out, profile, objective, budget, engine_types);
   } else {
-    fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {}, {}, {})", engine,
-         kIkLlamaCpp, kVllm, kTrtllm);
+    fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {}, {}, {}, {})",
+         engine, kIkLlamaCpp, kVllm, kTrtllm, kModelopt);
   }
-  if (out.best) out.invocation = engine_invocation(engine, out.plans[*out.best]);
+  if (out.best) {
+    const EnginePlan& best = out.plans[*out.best];
+    out.invocation = engine_invocation(engine, best);
+    if (!best.layer_map.empty()) out.loader_file = kModeloptConfigFile;
+  }
   return out;
 }
 

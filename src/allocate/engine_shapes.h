@@ -23,10 +23,18 @@
 //               parse_kv_cache_dtype_spec): fp8 (tqlab's fp8_e4m3, one scale per slab, for its
 //               per-tensor scale), nvfp4, float16 and bfloat16 (tqlab's fp16, bf16). Measured in
 //               tqlab's semantics only.
+//   vllm, its layer map  besides the presets: a ModelOpt checkpoint's layer-wise KV recipe (vLLM PR #56116,
+//               superseding #52813; RFC #57445), read with --kv-cache-dtype auto from the checkpoint's
+//               hf_quant_config.json ("kv_cache_quantized_layers": attention-layer prefix -> quant_algo
+//               FP8 or NVFP4, a layer's keys and values alike; fp8_e4m3 and nvfp4 here). A layer left out
+//               keeps the model's dtype (profiled as fp16). FP8-K/NVFP4-V in one layer is refused there.
+//   modelopt    Model-Optimizer's own search space (PR #2272, mtq.auto_quantize_kv_cache): per layer one
+//               (K, V) pair among FP8 K/V, FP8-K/NVFP4-V and NVFP4 K/V, exported as the same file with
+//               quant_algo "FP8", "FP8_K_NVFP4_V", "NVFP4". Both measured in tqlab's semantics only.
 // llama.cpp's space is small (types x types): every plan is scored on the profile and the least
 // predicted damage within the budget is the engine-shaped optimum. ik_llama.cpp's is solved
-// exactly by allocate/layer_ranges.h, vLLM's by allocate/skip_layers.h, TensorRT-LLM's by
-// allocate/layer_types.h.
+// exactly by allocate/layer_ranges.h, vLLM's presets by allocate/skip_layers.h, TensorRT-LLM's, vLLM's
+// layer map and Model-Optimizer's pairs by allocate/layer_types.h.
 // Plans are scored as every allocation is (allocate/allocation.h): the profile measures each
 // unit with tqlab's quantizer of the type (bytes identical to the engine's); --verify then
 // measures the plan end to end in tqlab's semantics and, for llama.cpp, under the engine itself.
@@ -37,6 +45,7 @@
 #include <vector>
 
 #include "allocate/allocation.h"
+#include "allocate/modelopt_kv_config.h"
 #include "allocate/objective.h"
 #include "allocate/profile.h"
 
@@ -59,13 +68,19 @@ struct EnginePlan {
   std::vector<std::string> layer_types;
   std::string layer_ranges;  ///< TensorRT-LLM: layer_types as its range string ("0-1:fp8,2-3:nvfp4")
   ScoredChoice scored;       ///< as a choice of the profile's candidates, predicted
+  /// vLLM's layer map, modelopt: a plan read from kModeloptConfigFile (--kv-cache-dtype auto)
+  bool layer_map_plan = false;
+  /// its quantized layers, ascending; a layer left out keeps the model's dtype
+  std::vector<LayerAlgo> layer_map;
 };
 
 struct EngineAllocation {
-  std::string engine;  ///< canonical spelling ("llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp", "vllm", "trtllm")
-  std::string shape;   ///< what the engine can express, one line
-  /// llama.cpp: every plan, by ascending bits; vllm: each preset's best; ik_llama.cpp, trtllm: the best
-  /// only (their plans are too many to list: layer_ranges.h, layer_types.h)
+  /// canonical spelling ("llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp", "vllm", "trtllm", "modelopt")
+  std::string engine;
+  std::string shape;  ///< what the engine can express, one line
+  /// llama.cpp: every plan, by ascending bits; vllm: each preset's best, then the best layer map;
+  /// ik_llama.cpp, trtllm, modelopt: the best only (their plans are too many to list: layer_ranges.h,
+  /// layer_types.h)
   std::vector<EnginePlan> plans;
   /// index in plans of the plan the engine is told to run: the least predicted damage within the budget,
   /// or with --verify the least measured among the contenders (allocate/measured_pick.h)
@@ -75,10 +90,12 @@ struct EngineAllocation {
   std::vector<std::size_t> contenders;  ///< with --verify: the plans measured to choose best (best among them)
   std::string invocation;               ///< the engine's flags for the best plan ("-ctk q8_0 -ctv q4_0 -fa on")
   bool runs_itself = false;             ///< tqlab has the engine's numerics (engine/engine.h): --verify runs it
+  /// kModeloptConfigFile when the best plan is a layer map with at least one quantized layer, else ""
+  std::string loader_file;
 };
 
-/// The engines allocate --engine takes: "llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp", "vllm", "trtllm". `text`'s
-/// canonical spelling; InputError naming `option` and listing them otherwise.
+/// The engines allocate --engine takes: "llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp", "vllm", "trtllm",
+/// "modelopt". `text`'s canonical spelling; InputError naming `option` and listing them otherwise.
 std::string canonical_allocation_engine(const std::string& text, const std::string& option);
 
 /// The tqlab engine whose cache types and their spellings `engine` shares (ik_llama.cpp: llama.cpp's,
@@ -91,12 +108,13 @@ std::string engine_run_name(const EngineAllocation& allocation);
 
 /// The candidates an engine's allocation chooses from by default, as the engine names them: its
 /// cache types below 32 bits, bf16 left to f16 (llama.cpp: f16, q8_0, q5_1, q5_0, iq4_nl, q4_1, q4_0);
-/// vllm: every format of its presets, as quant/vllm_presets.h spells them, and fp16; trtllm: fp16,
-/// fp8_e4m3, nvfp4 (bf16 on request).
+/// vllm: every format of its presets, as quant/vllm_presets.h spells them, fp16, and its layer map's
+/// fp8_e4m3 and nvfp4; trtllm: fp16, fp8_e4m3, nvfp4 (bf16 on request); modelopt: fp8_e4m3, nvfp4.
 std::vector<std::string> default_engine_types(const std::string& engine);
 
 /// InputError naming `option` when one of `types` is not a cache type `engine` can be given
-/// (trtllm: fp16, bf16, fp8_e4m3, nvfp4; the other engines' types are checked by engine/engine.h).
+/// (trtllm: fp16, bf16, fp8_e4m3, nvfp4; modelopt: fp8_e4m3, nvfp4; the other engines' types are checked
+/// by engine/engine.h).
 void check_engine_types(const std::string& engine, const std::vector<std::string>& types, const std::string& option);
 
 /// The engine's own names of `types` (trtllm: its dtype strings, "fp8" for fp8_e4m3; the others' as given).
