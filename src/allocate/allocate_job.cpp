@@ -302,6 +302,7 @@ AllocateJobOutcome run_allocate_job(const SweepConfig& config, const SweepModel*
     report.verification = verify_choices(config, choices, request.threads, step.progress());
     if (report.engine) settle_engine_plan(context, report, step);
   }
+  if (request.on_solved) request.on_solved(report);
   report.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   writer.write(allocation_json(report).dump(1) + "\n");
   writer.commit();

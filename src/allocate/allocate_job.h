@@ -49,6 +49,10 @@ struct AllocateJobRequest {
   std::function<void(std::size_t done, std::size_t total)> on_progress;
   /// What was done, for a user who did not ask for --quiet ("profile from FILE", timings).
   std::function<void(const std::string& note)> on_note;
+  /// Called once the allocation and the engine's plan are settled (with --verify, after the measurement
+  /// that may choose another plan), before the document is written: what it throws leaves nothing
+  /// written (empty: not called).
+  std::function<void(const AllocationReport& report)> on_solved;
 };
 
 struct AllocateJobOutcome {

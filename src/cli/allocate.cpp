@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -50,6 +51,7 @@ struct AllocateCommandOptions {
   std::string shard;
   std::string profile_file;
   std::string engine;
+  std::string engine_config;
   int threads = 0;
   bool quiet = false;
 };
@@ -144,6 +146,24 @@ void apply_engine_option(const AllocateCommandOptions& options, const SweepConfi
   }
 }
 
+// --engine-config FILE: only beside an engine whose plans can be a layer map (vllm, modelopt).
+void check_engine_config_option(const AllocateCommandOptions& options, const AllocateJobRequest& request) {
+  if (options.engine_config.empty()) return;
+  if (request.engine != "vllm" && request.engine != "modelopt") {
+    fail("allocate: --engine-config writes a layer map's {}: it needs --engine vllm or --engine modelopt{}",
+         kModeloptConfigFile, request.engine.empty() ? "" : fmt::format(", not {}", request.engine));
+  }
+}
+
+// --engine-config: refused (before anything is written) when the best plan has no loader file.
+void check_engine_loader_file(const AllocateCommandOptions& options, const AllocationReport& report) {
+  if (options.engine_config.empty() || !report.engine->loader_file.empty()) return;
+  const std::string best = report.engine->best ? report.engine->plans[*report.engine->best].scored.name
+                                               : std::string("no plan fits the budget");
+  fail("allocate: --engine-config '{}': the best plan of --engine {} has no {} to write ({})", options.engine_config,
+       report.engine->engine, kModeloptConfigFile, best);
+}
+
 int run_allocate_command(const AllocateCommandOptions& options) {
   AllocateJobRequest request;
   const std::optional<Granularity> granularity = parse_granularity(options.granularity);
@@ -161,10 +181,21 @@ int run_allocate_command(const AllocateCommandOptions& options) {
   std::vector<std::string> specs =
       options.candidates.empty() ? default_candidates() : split_candidate_list(options.candidates, "--candidates");
   apply_engine_option(options, config, request, specs);
+  check_engine_config_option(options, request);
   std::vector<CommandInput> inputs = config_inputs(config);
   inputs.push_back({options.config, "the config"});
   inputs.push_back({options.profile_file, "the --profile-file"});
   guard_output("allocate", "-o", options.output, inputs);
+  std::optional<AtomicFileWriter> engine_writer;
+  if (!options.engine_config.empty()) {
+    if (std::filesystem::path(options.engine_config).lexically_normal() ==
+        std::filesystem::path(options.output).lexically_normal()) {
+      fail("allocate: --engine-config '{}' is the -o file", options.engine_config);
+    }
+    inputs.push_back({options.output, "the -o file"});
+    guard_output("allocate", "--engine-config", options.engine_config, inputs);
+    engine_writer.emplace(options.engine_config);
+  }
   AtomicFileWriter writer(options.output);
 
   std::unique_ptr<SweepModel> model;
@@ -200,9 +231,15 @@ int run_allocate_command(const AllocateCommandOptions& options) {
   request.on_note = [&](const std::string& note) {
     if (!options.quiet) log::info("{}", note);
   };
+  request.on_solved = [&](const AllocationReport& report) { check_engine_loader_file(options, report); };
   const AllocateJobOutcome outcome = run_allocate_job(config, model.get(), request, writer);
+  if (engine_writer) {
+    engine_writer->write(engine_loader_config(*outcome.report->engine).dump(2) + "\n");
+    engine_writer->commit();
+  }
   if (outcome.report) fmt::print("{}", allocation_table(*outcome.report));
   if (!options.quiet) log::info("wrote {}", options.output);
+  if (engine_writer && !options.quiet) log::info("wrote {}", options.engine_config);
   return kExitOk;
 }
 
@@ -236,7 +273,9 @@ void setup_allocate(CLI::App& app, int& exit_code) {
   command->add_option("--profile-file", options->profile_file, "The profile to solve (tqlab merge of its shards)");
   command->add_option(
       "--engine", options->engine,
-      "Also solve over what ENGINE can run (llama.cpp, ik_llama.cpp, vllm, trtllm) and print its flags");
+      "Also solve over what ENGINE can run (llama.cpp, ik_llama.cpp, vllm, trtllm, modelopt) and print its flags");
+  command->add_option("--engine-config", options->engine_config,
+                      "With --engine vllm or modelopt: write the best layer map's hf_quant_config.json here");
   add_seeds_options(*command, options->seeds, "default: the config's seeds");
   add_threads_option(*command, options->threads);
   add_quiet_flag(*command, options->quiet);
