@@ -1,5 +1,7 @@
 // allocate --engine's plans and the rows it sets beside them (src/allocate/): TensorRT-LLM's dtype
-// per layer against every assignment of a type per layer enumerated, its range string, the folklore
+// per layer against every assignment of a type per layer enumerated, its range string; the (key, value)
+// pair per layer (Model-Optimizer's) against every pair per layer enumerated, vLLM's layer map against every
+// fp8_e4m3/nvfp4/fp16 plan and its presets, the hf_quant_config.json of a known plan; the folklore
 // rules (each the plan of its shape with the most bytes within the budget, against their shapes
 // enumerated), and the engine-shaped optimum never predicted worse than a rule its engine can run.
 #include <algorithm>
@@ -11,11 +13,14 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "allocate/allocation.h"
 #include "allocate/engine_shapes.h"
 #include "allocate/folklore_rules.h"
 #include "allocate/heuristics.h"
+#include "allocate/layer_types.h"
+#include "allocate/modelopt_kv_config.h"
 #include "allocate/same_bits.h"
 #include "allocate_test_util.h"
 #include "test_support.h"
@@ -93,6 +98,154 @@ TEST(EngineShapeTest, TrtllmLayerTypesEqualBruteForceOverEveryTypePerLayer) {
       EXPECT_GE(best.scored.damage, allocate_bits(profile, Objective{}, budget).allocation.damage * (1 - 1e-12));
     }
   }
+}
+
+// The least damage within `capacity` over every assignment of one of `options` per layer (a pair's key
+// format to the layer's keys, its value format to its values), enumerated; infinity when none fits.
+double least_over_every_pair_per_layer(const Profile& profile, std::uint64_t capacity,
+                                       const std::vector<KvPair>& options) {
+  const int layers = static_cast<int>(profile.layers.size());
+  const auto count = static_cast<int>(options.size());
+  double least = std::numeric_limits<double>::infinity();
+  for (int code = 0; code < static_cast<int>(std::pow(count, layers)); ++code) {
+    std::vector<int> per_layer;
+    for (int i = 0, rest = code; i < layers; ++i, rest /= count) per_layer.push_back(rest % count);
+    std::vector<int> choice;
+    for (const UnitProfile& unit : profile.units) {
+      const KvPair pair = options[static_cast<std::size_t>(per_layer[static_cast<std::size_t>(unit.unit.layer)])];
+      choice.push_back(unit.unit.role == Role::key ? pair.key : pair.value);
+    }
+    if (profile.bytes_of(choice) <= capacity)
+      least = std::min(least, score_choice(profile, Objective{}, "", choice).damage);
+  }
+  return least;
+}
+
+// The pair solver (allocate/layer_types.h): pairs whose key and value formats differ, one of them twice
+// in a role, give the least damage of every pair per layer enumerated, and each unit gets its layer's
+// pair's format for its role.
+TEST(EngineShapeTest, LayerPairsEqualBruteForceOverEveryPairPerLayer) {
+  std::mt19937_64 rng(2272);
+  const std::vector<std::string> four{"tq:b=2,nc", "tq:b=3,nc", "tq:b=4,nc", "tq:b=5,nc"};
+  const std::vector<KvPair> options{{0, 1}, {2, 2}, {1, 3}, {3, 0}};
+  for (int instance = 0; instance < 12; ++instance) {
+    const Profile profile = random_profile(rng, 1 + instance % 4, four);
+    for (const char* given : {"2.6", "3", "3.5", "4.2"}) {
+      const Budget budget = resolve_budget(profile, given, "--budget");
+      const double least = least_over_every_pair_per_layer(profile, budget.capacity, options);
+      const std::optional<LayerPairsPlan> plan = best_layer_pairs(profile, Objective{}, budget.capacity, options);
+      ASSERT_EQ(plan.has_value(), !std::isinf(least)) << given;
+      if (!plan) continue;
+      EXPECT_TRUE(plan->exact);
+      EXPECT_NEAR(score_choice(profile, Objective{}, "", plan->choice).damage, least, 1e-12 * least)
+          << "instance " << instance << " budget " << given;
+      EXPECT_LE(profile.bytes_of(plan->choice), budget.capacity);
+      for (std::size_t u = 0; u < profile.units.size(); ++u) {
+        const UnitProfile& unit = profile.units[u];
+        const KvPair pair = options[static_cast<std::size_t>(plan->options[static_cast<std::size_t>(unit.unit.layer)])];
+        EXPECT_EQ(plan->choice[u], unit.unit.role == Role::key ? pair.key : pair.value);
+      }
+    }
+  }
+}
+
+// --engine modelopt: Model-Optimizer's three pairs per layer, enumerated; the plan's layer map names each
+// layer's pair as Model-Optimizer spells it, every layer in it (no pair is unquantized).
+TEST(EngineShapeTest, ModeloptPairsEqualBruteForceAndNameEachLayersPair) {
+  std::mt19937_64 rng(2211);
+  const std::vector<std::string> types{"nvfp4", "fp8_e4m3"};  // random_profile: 2 and 3 bits
+  const std::vector<KvPair> pairs{{1, 1}, {1, 0}, {0, 0}};
+  for (int instance = 0; instance < 12; ++instance) {
+    const Profile profile = random_profile(rng, 1 + instance % 5, types);
+    for (const char* given : {"2.3", "2.5", "2.8", "3"}) {
+      const Budget budget = resolve_budget(profile, given, "--budget");
+      const double least = least_over_every_pair_per_layer(profile, budget.capacity, pairs);
+      const EngineAllocation engine = allocate_for_engine(profile, Objective{}, budget, "modelopt", types);
+      ASSERT_EQ(engine.best.has_value(), !std::isinf(least)) << given;
+      if (!engine.best) continue;
+      const EnginePlan& best = engine.plans[*engine.best];
+      EXPECT_NEAR(best.scored.damage, least, 1e-12 * least) << "instance " << instance << " budget " << given;
+      ASSERT_EQ(best.layer_map.size(), profile.layers.size());
+      for (std::size_t u = 0; u < profile.units.size(); ++u) {
+        const UnitProfile& unit = profile.units[u];
+        const std::string& algo = best.layer_map[static_cast<std::size_t>(unit.unit.layer)].quant_algo;
+        const std::string& spec = types[static_cast<std::size_t>(best.scored.choice[u])];
+        const std::string expected = unit.unit.role == Role::key ? (algo == "NVFP4" ? "nvfp4" : "fp8_e4m3")
+                                                                 : (algo == "FP8" ? "fp8_e4m3" : "nvfp4");
+        EXPECT_EQ(spec, expected) << unit.unit.name() << " in a layer of " << algo;
+      }
+      EXPECT_EQ(engine.invocation, "--kv-cache-dtype auto");
+      EXPECT_EQ(engine.loader_file, "hf_quant_config.json");
+    }
+  }
+  const std::string message = testing::input_error_message([] {
+    check_engine_types("modelopt", {"fp8_e4m3", "fp16"}, "--candidates");
+  });
+  EXPECT_NE(message.find("--candidates 'fp16'"), std::string::npos) << message;
+}
+
+// vLLM's layer map: the least damage over every plan of fp8_e4m3, nvfp4 or fp16 per layer (keys and values
+// alike) enumerated, so never worse than any such plan a preset, a rule or a uniform type would give; the
+// engine's best is the least of the presets' plans and the map; fp16 layers are left out of the map.
+TEST(EngineShapeTest, VllmLayerMapIsTheLeastOverEveryFp8Nvfp4Fp16PlanAndCompetesWithThePresets) {
+  std::mt19937_64 rng(56116);
+  const std::vector<std::string> types = default_engine_types("vllm");
+  std::vector<KvPair> map_types;
+  for (const char* spec : {"fp8_e4m3", "nvfp4", "fp16"}) {
+    const auto at = static_cast<int>(std::find(types.begin(), types.end(), spec) - types.begin());
+    ASSERT_LT(at, static_cast<int>(types.size())) << spec;
+    map_types.push_back({at, at});
+  }
+  int map_best = 0;
+  for (int instance = 0; instance < 10; ++instance) {
+    const Profile profile = random_profile(rng, 1 + instance % 5, types);
+    for (const char* given : {"4", "6", "8.5", "10"}) {
+      const Budget budget = resolve_budget(profile, given, "--budget");
+      const EngineAllocation engine = allocate_for_engine(profile, Objective{}, budget, "vllm", types);
+      const auto map = std::find_if(engine.plans.begin(), engine.plans.end(),
+                                    [](const EnginePlan& plan) { return plan.layer_map_plan; });
+      const double least = least_over_every_pair_per_layer(profile, budget.capacity, map_types);
+      ASSERT_EQ(map != engine.plans.end(), !std::isinf(least)) << given;
+      if (map == engine.plans.end()) continue;
+      EXPECT_NEAR(map->scored.damage, least, 1e-12 * least) << "instance " << instance << " budget " << given;
+      for (std::size_t u = 0; u < profile.units.size(); ++u) {
+        const int layer = profile.units[u].unit.layer;
+        const auto entry = std::find_if(map->layer_map.begin(), map->layer_map.end(),
+                                        [&](const LayerAlgo& algo) { return algo.layer == layer; });
+        const std::string& spec = types[static_cast<std::size_t>(map->scored.choice[u])];
+        EXPECT_EQ(entry == map->layer_map.end() ? "fp16" : entry->quant_algo == "FP8" ? "fp8_e4m3" : "nvfp4", spec);
+      }
+      ASSERT_TRUE(engine.best.has_value());
+      for (const EnginePlan& plan : engine.plans)
+        EXPECT_LE(engine.plans[*engine.best].scored.damage, plan.scored.damage);
+      map_best += engine.plans[*engine.best].layer_map_plan;
+      EXPECT_EQ(engine.invocation == "--kv-cache-dtype auto", engine.plans[*engine.best].layer_map_plan);
+      EXPECT_EQ(engine.loader_file.empty(), engine.plans[*engine.best].layer_map.empty());
+    }
+  }
+  EXPECT_GT(map_best, 0) << "the map never won: the comparison above was never exercised both ways";
+}
+
+// The file for a known plan, written out by hand from Model-Optimizer's schema-v1 export (its
+// convert_hf_quant_config_format tests) and vLLM PR #56116's reading of it.
+TEST(EngineShapeTest, TheLayerMapFileOfAKnownPlan) {
+  const std::vector<LayerAlgo> map{{0, "FP8"}, {2, "NVFP4"}, {3, "FP8_K_NVFP4_V"}};
+  nlohmann::ordered_json config = modelopt_kv_config(map);
+  const std::string version = config["producer"]["version"];
+  EXPECT_EQ(version.rfind("tqlab ", 0), 0U) << version;  // the producer's version names who wrote the file
+  config["producer"]["version"] = "V";
+  const std::string expected = R"({"producer":{"name":"modelopt","version":"V"},)"
+                               R"("quantization":{"kv_cache_quant_algo":"MIXED_PRECISION",)"
+                               R"("kv_cache_quantized_layers":{"model.layers.0.self_attn":{"quant_algo":"FP8"},)"
+                               R"("model.layers.2.self_attn":{"quant_algo":"NVFP4"},)"
+                               R"("model.layers.3.self_attn":{"quant_algo":"FP8_K_NVFP4_V"}},)"
+                               R"("kv_cache_schema_version":1}})";
+  EXPECT_EQ(config.dump(), expected);
+  EXPECT_EQ(modelopt_quant_algo("fp8_e4m3", "fp8_e4m3"), "FP8");
+  EXPECT_EQ(modelopt_quant_algo("nvfp4", "nvfp4"), "NVFP4");
+  EXPECT_EQ(modelopt_quant_algo("fp8_e4m3", "nvfp4"), "FP8_K_NVFP4_V");
+  EXPECT_EQ(modelopt_quant_algo("nvfp4", "fp8_e4m3"), "");
+  EXPECT_EQ(modelopt_quant_algo("fp16", "fp16"), "");
 }
 
 TEST(EngineShapeTest, TrtllmRangesJoinConsecutiveLayersOfOneDtype) {

@@ -240,16 +240,24 @@ TEST(EngineShapeTest, VllmSkipLayersEqualBruteForceOverEveryKeptSet) {
           }
         }
       }
-      ASSERT_EQ(vllm.best.has_value(), !std::isinf(least)) << given;
-      if (!vllm.best) continue;
-      const EnginePlan& best = vllm.plans[*vllm.best];
+      // The presets' best; the layer map (allocate_rows_test.cpp) competes with it for the engine's best.
+      const EnginePlan* presets_best = nullptr;
+      for (const EnginePlan& plan : vllm.plans) {
+        if (!plan.preset.empty() && (presets_best == nullptr || plan.scored.damage < presets_best->scored.damage)) {
+          presets_best = &plan;
+        }
+      }
+      ASSERT_EQ(presets_best != nullptr, !std::isinf(least)) << given;
+      if (presets_best == nullptr) continue;
+      const EnginePlan& best = *presets_best;
       EXPECT_NEAR(best.scored.damage, least, 1e-12 * least) << "instance " << instance << " budget " << given;
       EXPECT_LE(best.scored.bytes, budget.capacity);
       std::string flags = "--kv-cache-dtype " + best.preset;
       for (std::size_t i = 0; i < best.skip_layers.size(); ++i) {
         flags += (i == 0 ? " --kv-cache-dtype-skip-layers " : " ") + std::to_string(best.skip_layers[i]);
       }
-      EXPECT_EQ(vllm.invocation, flags);
+      ASSERT_TRUE(vllm.best.has_value());
+      if (&vllm.plans[*vllm.best] == presets_best) EXPECT_EQ(vllm.invocation, flags);
       for (std::size_t u = 0; u < profile.units.size(); ++u) {
         const UnitProfile& unit = profile.units[u];
         const bool kept = std::count(best.kept_layers.begin(), best.kept_layers.end(), unit.unit.layer) > 0;
