@@ -9,7 +9,8 @@
 #   tests/cli/llamacpp_reference.sh);
 # - ik_llama.cpp's plans (a type per role and others for the first N and last M layers) are never
 #   worse than llama.cpp's at the same budget, and their flags name the ranges; vllm's are its presets
-#   with the layers they keep unquantized; trtllm's a dtype per layer in TensorRT-LLM's range string;
+#   with the layers they keep unquantized and a layer map (tests/cli/allocate_layer_map.sh has its file);
+#   trtllm's a dtype per layer in TensorRT-LLM's range string;
 # - beside the engine's plan, at the same bits: the per-head and per-layer optima, uniform and the rules
 #   (boundary, vLLM's, ik_llama.cpp's 15%/10%), every row that fits measured; the engine's plan never
 #   worse than a rule it can run (predicted), and measured where the margin is wide;
@@ -150,22 +151,30 @@ assert best["name"] in names and ik["engine"]["measured_as"] is None, names
 PY
 
 # vllm: a preset everywhere but kept layers (a TurboQuant preset keeps all 4 of this model's layers:
-# its first and last 2), with --kv-cache-dtype and the extra kept layers as its flags.
+# its first and last 2), with --kv-cache-dtype and the extra kept layers as its flags; or the layer map.
 expect_exit 0 "allocate --engine vllm" -- "$TQLAB" allocate --config config.json --engine vllm --budget 9 \
   -o alloc_vllm.json --quiet
 "$python" - alloc_vllm.json <<'PY' || fail "vllm's plans are not its presets with their kept layers"
 import json, sys
 doc = json.load(open(sys.argv[1]))
 engine = doc["engine"]
-presets = {p["preset"]: p for p in engine["plans"]}
+presets = {p["preset"]: p for p in engine["plans"] if "preset" in p}
 assert presets["turboquant_4bit_nc"]["kept_layers"] == [0, 1, 2, 3] if "turboquant_4bit_nc" in presets else True
 assert all(p["bits"] <= doc["budget"]["bits"] for p in engine["plans"])
 best = engine["best"]
-assert best["preset"] in ("fp8", "fp8_per_token_head"), best  # 16-bit TurboQuant layers cannot fit 9 bits here
-flags = "--kv-cache-dtype " + best["preset"]
-if best["skip_layers"]:
-    flags += " --kv-cache-dtype-skip-layers " + " ".join(map(str, best["skip_layers"]))
-assert engine["invocation"] == flags and best["damage"] == min(p["damage"] for p in engine["plans"]), engine
+assert best["damage"] == min(p["damage"] for p in engine["plans"]), engine
+# 16-bit TurboQuant layers cannot fit 9 bits here: the best preset is an fp8 one.
+preset = min((p for p in engine["plans"] if "preset" in p), key=lambda p: p["damage"])
+assert preset["preset"] in ("fp8", "fp8_per_token_head"), preset
+maps = [p for p in engine["plans"] if "layer_map" in p]
+assert len(maps) == 1 and set(maps[0]["layer_map"].values()) <= {"FP8", "NVFP4"}, maps  # beside the presets
+if "layer_map" in best:  # vLLM PR #56116: the checkpoint's recipe, read with "auto"
+    assert engine["invocation"] == "--kv-cache-dtype auto" and engine["loader_config"], engine
+else:
+    flags = "--kv-cache-dtype " + best["preset"]
+    if best["skip_layers"]:
+        flags += " --kv-cache-dtype-skip-layers " + " ".join(map(str, best["skip_layers"]))
+    assert engine["invocation"] == flags and engine["loader_config"] is None, engine
 PY
 
 # trtllm: a dtype per layer, keys and values alike, as TensorRT-LLM's range string; the profile's pick
@@ -231,14 +240,20 @@ for row in doc["same_bits"]["rows"]:
 PY
 
 # vLLM on the same model at 9 bits: the critical layer found automatically (vLLM #22195) is the planted
-# one, kept unquantized by --kv-cache-dtype-skip-layers; vLLM's own boundary rule fits and predicts worse.
+# one, kept unquantized by --kv-cache-dtype-skip-layers, and given the dearest format by the layer map;
+# vLLM's own boundary rule fits and predicts worse.
 expect_exit 0 "allocate --engine vllm on the fragile model" -- "$TQLAB" allocate --config fragile.json \
   --engine vllm --budget 9 --threads 2 -o alloc_fragile_vllm.json --quiet
 "$python" - alloc_fragile_vllm.json <<'PY' || fail "vLLM's plan does not keep the fragile layer, or its rule beats it"
 import json, sys
 doc = json.load(open(sys.argv[1]))
-best = doc["engine"]["best"]
-assert best["skip_layers"] == [5] and doc["engine"]["invocation"].endswith("--kv-cache-dtype-skip-layers 5"), best
+best, plans = doc["engine"]["best"], doc["engine"]["plans"]
+preset = min((p for p in plans if "preset" in p), key=lambda p: p["damage"])
+assert preset["skip_layers"] == [5], preset
+# The layer map gives layer 5 the dearest format it uses (left out of the map: the model's dtype).
+layer_map = next(p for p in plans if "layer_map" in p)["layer_map"]
+rank = lambda layer: {"NVFP4": 0, "FP8": 1}.get(layer_map.get(str(layer)), 2)
+assert rank(5) == max(rank(layer) for layer in range(12)), layer_map
 rule = next(row for row in doc["same_bits"]["rows"] if row["label"].startswith("vLLM's boundary rule (layers 0-1 and"))
 assert rule["fits"] and best["damage"] <= rule["damage"], (best, rule)
 PY
