@@ -20,8 +20,10 @@
 #include "allocate/folklore_rules.h"
 #include "allocate/heuristics.h"
 #include "allocate/layer_types.h"
+#include "allocate/measured_pick.h"
 #include "allocate/modelopt_kv_config.h"
 #include "allocate/same_bits.h"
+#include "allocate/verify.h"
 #include "allocate_test_util.h"
 #include "test_support.h"
 
@@ -175,7 +177,7 @@ TEST(EngineShapeTest, ModeloptPairsEqualBruteForceAndNameEachLayersPair) {
         EXPECT_EQ(spec, expected) << unit.unit.name() << " in a layer of " << algo;
       }
       EXPECT_EQ(engine.invocation, "--kv-cache-dtype auto");
-      EXPECT_EQ(engine.loader_file, "hf_quant_config.json");
+      EXPECT_EQ(engine_loader_file(engine), "hf_quant_config.json");
     }
   }
   const std::string message = testing::input_error_message([] {
@@ -212,24 +214,121 @@ TEST(EngineShapeTest, VllmLayerMapIsTheLeastOverEveryFp8Nvfp4Fp16PlanAndCompetes
         const int layer = profile.units[u].unit.layer;
         const auto entry = std::find_if(map->layer_map.begin(), map->layer_map.end(),
                                         [&](const LayerAlgo& algo) { return algo.layer == layer; });
+        ASSERT_NE(entry, map->layer_map.end()) << "layer " << layer << " is not in the plan's map";
         const std::string& spec = types[static_cast<std::size_t>(map->scored.choice[u])];
-        EXPECT_EQ(entry == map->layer_map.end() ? "fp16" : entry->quant_algo == "FP8" ? "fp8_e4m3" : "nvfp4", spec);
+        EXPECT_EQ(entry->quant_algo.empty() ? "fp16" : entry->quant_algo == "FP8" ? "fp8_e4m3" : "nvfp4", spec);
       }
       ASSERT_TRUE(engine.best.has_value());
       for (const EnginePlan& plan : engine.plans)
         EXPECT_LE(engine.plans[*engine.best].scored.damage, plan.scored.damage);
       map_best += engine.plans[*engine.best].layer_map_plan;
       EXPECT_EQ(engine.invocation == "--kv-cache-dtype auto", engine.plans[*engine.best].layer_map_plan);
-      EXPECT_EQ(engine.loader_file.empty(), engine.plans[*engine.best].layer_map.empty());
+      const std::vector<LayerAlgo>& best_map = engine.plans[*engine.best].layer_map;
+      const bool quantized = std::any_of(best_map.begin(), best_map.end(),
+                                         [](const LayerAlgo& entry) { return !entry.quant_algo.empty(); });
+      EXPECT_EQ(engine_loader_file(engine).empty(), !quantized);
     }
   }
   EXPECT_GT(map_best, 0) << "the map never won: the comparison above was never exercised both ways";
 }
 
+// engine_plan_of (what --verify's measured pick builds its contenders with) knows both layer maps: the
+// solvers' best plans come back as themselves, named alike; vLLM's map leaves an fp16 layer out and refuses
+// a layer whose keys and values differ, Model-Optimizer's takes FP8 keys with NVFP4 values but not the
+// reverse.
+TEST(EngineShapeTest, EnginePlanOfExpressesBothLayerMaps) {
+  std::mt19937_64 rng(53770);
+  const std::vector<std::string> pair_types{"nvfp4", "fp8_e4m3"};
+  const Profile pairs_profile = random_profile(rng, 4, pair_types);
+  const Budget budget = resolve_budget(pairs_profile, "2.6", "--budget");
+  const EngineAllocation modelopt = allocate_for_engine(pairs_profile, Objective{}, budget, "modelopt", pair_types);
+  ASSERT_TRUE(modelopt.best.has_value());
+  const EnginePlan& best = modelopt.plans[*modelopt.best];
+  const std::optional<EnginePlan> again =
+      engine_plan_of(pairs_profile, Objective{}, "modelopt", pair_types, best.scored.choice);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->scored.name, best.scored.name);
+  EXPECT_EQ(again->scored.choice, best.scored.choice);
+  const auto choice_of = [](const Profile& profile, const std::vector<int>& keys, const std::vector<int>& values) {
+    std::vector<int> choice;
+    for (const UnitProfile& unit : profile.units) {
+      const auto layer = static_cast<std::size_t>(unit.unit.layer);
+      choice.push_back(unit.unit.role == Role::key ? keys[layer] : values[layer]);
+    }
+    return choice;
+  };
+  const std::optional<EnginePlan> mixed = engine_plan_of(pairs_profile, Objective{}, "modelopt", pair_types,
+                                                         choice_of(pairs_profile, {1, 1, 0, 1}, {0, 1, 0, 1}));
+  ASSERT_TRUE(mixed.has_value());
+  EXPECT_EQ(mixed->scored.name, "modelopt layer map 0:FP8_K_NVFP4_V,1:FP8,2:NVFP4,3:FP8");
+  EXPECT_FALSE(engine_plan_of(pairs_profile, Objective{}, "modelopt", pair_types,
+                              choice_of(pairs_profile, {0, 1, 1, 1}, {1, 1, 1, 1}))
+                   .has_value());  // NVFP4 keys with FP8 values
+  const std::vector<std::string> vllm_types{"vllm_fp8", "fp16", "fp8_e4m3", "nvfp4"};
+  const Profile vllm_profile = random_profile(rng, 4, vllm_types);
+  const std::optional<EnginePlan> map = engine_plan_of(vllm_profile, Objective{}, "vllm", vllm_types,
+                                                       choice_of(vllm_profile, {2, 1, 3, 2}, {2, 1, 3, 2}));
+  ASSERT_TRUE(map.has_value());
+  EXPECT_TRUE(map->layer_map_plan);
+  EXPECT_EQ(map->scored.name, "vllm layer map 0:FP8,1:unquantized,2:NVFP4,3:FP8");
+  EXPECT_EQ(engine_invocation("vllm", *map), "--kv-cache-dtype auto");
+  EXPECT_FALSE(
+      engine_plan_of(vllm_profile, Objective{}, "vllm", vllm_types, choice_of(vllm_profile, {2, 2, 2, 2}, {3, 3, 3, 3}))
+          .has_value());  // FP8-K/NVFP4-V: refused by vLLM PR #56116
+  const std::optional<EnginePlan> preset = engine_plan_of(vllm_profile, Objective{}, "vllm", vllm_types,
+                                                          choice_of(vllm_profile, {0, 1, 0, 0}, {0, 1, 0, 0}));
+  ASSERT_TRUE(preset.has_value());
+  EXPECT_EQ(preset->preset, "fp8");  // a preset's formats stay a preset plan
+}
+
+// With --verify the engine is told to run the least measured of its contenders (allocate/measured_pick.h):
+// the loader file follows that plan, there when it is a layer map, gone when it is a preset. (random_profile
+// gives the map's formats the most bits and least damage here, so the profile picks the map.)
+TEST(EngineShapeTest, TheLoaderFileFollowsTheMeasuredPick) {
+  std::mt19937_64 rng(57446);
+  const std::vector<std::string> types{"vllm_fp8", "fp16", "fp8_e4m3", "nvfp4"};
+  int to_a_preset = 0;
+  for (int instance = 0; instance < 16; ++instance) {
+    const Profile profile = random_profile(rng, 2 + instance % 5, types);
+    for (const char* given : {"3", "4", "5"}) {
+      const Budget budget = resolve_budget(profile, given, "--budget");
+      const AllocationResult result = allocate_bits(profile, Objective{}, budget);
+      const EngineAllocation solved = allocate_for_engine(profile, Objective{}, budget, "vllm", types);
+      if (!solved.best) continue;
+      SameBits rows = same_bits_rows(profile, summed_by_layer(profile), result, solved, types);
+      // Every plan a contender (add_contenders adds those the rows at the same bits hold): the presets' and the map.
+      EngineAllocation engine = solved;
+      for (std::size_t index = 0; index < engine.plans.size(); ++index) engine.contenders.push_back(index);
+      for (const std::size_t chosen : engine.contenders) {
+        EngineAllocation picked = engine;
+        SameBits same = rows;
+        Verification verification;
+        for (const std::size_t index : engine.contenders) {
+          VerifiedRun& run = verification.runs.emplace_back();
+          run.names.push_back(contender_run_name(engine, index));
+          MetricSummary summary;
+          summary.mean = index == chosen ? 0.0 : 1.0;
+          run.metrics.emplace_back("e2e_kld", summary);
+        }
+        pick_measured_best(picked, same, profile, Objective{}, verification, "e2e_kld");
+        ASSERT_EQ(*picked.best, chosen);
+        const EnginePlan& plan = picked.plans[chosen];
+        const bool map = std::any_of(plan.layer_map.begin(), plan.layer_map.end(),
+                                     [](const LayerAlgo& entry) { return !entry.quant_algo.empty(); });
+        EXPECT_EQ(engine_loader_file(picked), map ? "hf_quant_config.json" : "");
+        EXPECT_EQ(picked.invocation == "--kv-cache-dtype auto", plan.layer_map_plan);
+        const bool was_map = !engine_loader_file(solved).empty();
+        to_a_preset += was_map && !map;
+      }
+    }
+  }
+  EXPECT_GT(to_a_preset, 0) << "no pick moved from a map to a preset";
+}
+
 // The file for a known plan, written out by hand from Model-Optimizer's schema-v1 export (its
 // convert_hf_quant_config_format tests) and vLLM PR #56116's reading of it.
 TEST(EngineShapeTest, TheLayerMapFileOfAKnownPlan) {
-  const std::vector<LayerAlgo> map{{0, "FP8"}, {2, "NVFP4"}, {3, "FP8_K_NVFP4_V"}};
+  const std::vector<LayerAlgo> map{{0, "FP8"}, {1, ""}, {2, "NVFP4"}, {3, "FP8_K_NVFP4_V"}};  // layer 1 left out
   nlohmann::ordered_json config = modelopt_kv_config(map);
   const std::string version = config["producer"]["version"];
   EXPECT_EQ(version.rfind("tqlab ", 0), 0U) << version;  // the producer's version names who wrote the file

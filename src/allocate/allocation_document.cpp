@@ -143,7 +143,9 @@ void add_role_json(Json& out, const std::string& name, const RoleTypes& role) {
 void add_plan_json(Json& out, const EnginePlan& plan) {
   if (plan.layer_map_plan) {  // vLLM's layer map, modelopt: each quantized layer's quant_algo
     Json layers = Json::object();
-    for (const LayerAlgo& entry : plan.layer_map) layers[std::to_string(entry.layer)] = entry.quant_algo;
+    for (const LayerAlgo& entry : plan.layer_map) {
+      if (!entry.quant_algo.empty()) layers[std::to_string(entry.layer)] = entry.quant_algo;
+    }
     out["layer_map"] = std::move(layers);
     return;
   }
@@ -183,6 +185,7 @@ Json engine_json(const EngineAllocation& engine, const Budget& budget) {
     for (const auto& [name, value] : plan.scored.predicted) predicted[name] = value;
     best["predicted"] = std::move(predicted);
   }
+  const std::string loader_file = engine_loader_file(engine);
   Json contenders = Json::array();
   for (const std::size_t index : engine.contenders) contenders.push_back(engine.plans[index].scored.name);
   return {{"name", engine.engine},
@@ -193,8 +196,8 @@ Json engine_json(const EngineAllocation& engine, const Budget& budget) {
           {"profile_best", engine.profile_best ? Json(engine.plans[*engine.profile_best].scored.name) : Json(nullptr)},
           {"contenders", std::move(contenders)},
           {"measured_as", engine.runs_itself ? Json(engine_run_name(engine)) : Json(nullptr)},
-          {"loader_file", engine.loader_file.empty() ? Json(nullptr) : Json(engine.loader_file)},
-          {"loader_config", engine.loader_file.empty() ? Json(nullptr) : engine_loader_config(engine)},
+          {"loader_file", loader_file.empty() ? Json(nullptr) : Json(loader_file)},
+          {"loader_config", loader_file.empty() ? Json(nullptr) : engine_loader_config(engine)},
           {"plans", std::move(plans)}};
 }
 
@@ -229,7 +232,7 @@ Json same_bits_json(const AllocationReport& report) {
 }  // namespace
 
 nlohmann::ordered_json engine_loader_config(const EngineAllocation& engine) {
-  if (!engine.best || engine.loader_file.empty()) throw InternalError("engine_loader_config: no loader file");
+  if (engine_loader_file(engine).empty()) throw InternalError("engine_loader_config: no loader file");
   return modelopt_kv_config(engine.plans[*engine.best].layer_map);
 }
 

@@ -66,8 +66,8 @@ std::vector<const ScoredChoice*> verified_choices(const AllocationResult& result
 
 nlohmann::ordered_json allocation_json(const AllocationReport& report);
 
-/// The file engine.loader_file names, for the engine's best plan (a layer map's hf_quant_config.json,
-/// allocate/modelopt_kv_config.h). InternalError when the best plan has none (loader_file empty).
+/// The file engine_loader_file names, for the engine's best plan (a layer map's hf_quant_config.json,
+/// allocate/modelopt_kv_config.h). InternalError when the best plan has none.
 nlohmann::ordered_json engine_loader_config(const EngineAllocation& engine);
 
 /// The unit map (bits per value of each unit's choice: a row per layer, a column per role and

@@ -160,8 +160,8 @@ std::string engine_text(const AllocationReport& report) {
       "  best within the budget: {:.4f} bits, predicted damage {:.5g} (the allocation: {:.5g} at {:.4f} bits)\n"
       "  run it with: {}\n",
       best.scored.bits, best.scored.damage, allocation.damage, allocation.bits, engine.invocation);
-  if (!engine.loader_file.empty()) {
-    text += fmt::format("  with {} beside the checkpoint (--engine-config FILE writes it): {}\n", engine.loader_file,
+  if (const std::string loader_file = engine_loader_file(engine); !loader_file.empty()) {
+    text += fmt::format("  with {} beside the checkpoint (--engine-config FILE writes it): {}\n", loader_file,
                         engine_loader_config(engine).dump());
   }
   if (!report.verification) return text;

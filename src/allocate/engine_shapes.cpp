@@ -78,6 +78,15 @@ namespace {
 
 // The name the engine's solver gives `plan` (solve_one_type_per_role, solve_layer_ranges, ...).
 std::string plan_name(const std::string& engine, const EnginePlan& plan) {
+  if (plan.layer_map_plan) {  // "vllm layer map 0-1:NVFP4,2:FP8,3:unquantized"
+    std::vector<int> layers;
+    std::vector<std::string> algos;
+    for (const LayerAlgo& entry : plan.layer_map) {
+      layers.push_back(entry.layer);
+      algos.push_back(entry.quant_algo.empty() ? "unquantized" : entry.quant_algo);
+    }
+    return fmt::format("{} layer map {}", engine, trtllm_layer_ranges(layers, algos));
+  }
   if (is_llamacpp(engine)) return fmt::format("{} -ctk {} -ctv {}", engine, plan.k.base, plan.v.base);
   if (engine == kTrtllm) return "trtllm " + plan.layer_ranges;
   return engine + " " + engine_invocation(engine, plan);
@@ -138,25 +147,13 @@ int type_index(const std::vector<std::string>& types, std::string_view spec) {
   return found == types.end() ? -1 : static_cast<int>(found - types.begin());
 }
 
-// A layer-map plan from a per-layer choice of (key, value) pairs: each layer's entry, a layer whose pair is
-// unquantized (fp16) left out, and its name: "<engine> layer map 0-1:FP8,2:NVFP4,3:unquantized".
-EnginePlan layer_map_plan(const Profile& profile, const Objective& objective, const std::string& engine,
-                          const std::vector<std::string>& types, const std::vector<KvPair>& pairs,
-                          const LayerPairsPlan& solved) {
-  EnginePlan plan;
-  plan.layer_map_plan = true;
-  std::vector<std::string> names;
-  for (std::size_t at = 0; at < profile.layers.size(); ++at) {
-    const KvPair pair = pairs[static_cast<std::size_t>(solved.options[at])];
-    const std::string algo =
-        modelopt_quant_algo(types[static_cast<std::size_t>(pair.key)], types[static_cast<std::size_t>(pair.value)]);
-    names.push_back(algo.empty() ? "unquantized" : algo);
-    if (!algo.empty()) plan.layer_map.push_back({profile.layers[at], algo});
-  }
-  plan.scored =
-      score_choice(profile, objective,
-                   fmt::format("{} layer map {}", engine, trtllm_layer_ranges(profile.layers, names)), solved.choice);
-  return plan;
+// The layer map `solved` chose, built and named as engine_plan_of builds and names any plan of the engine.
+EnginePlan solved_layer_map(const Profile& profile, const Objective& objective, const std::string& engine,
+                            const std::vector<std::string>& types, const LayerPairsPlan& solved) {
+  std::optional<EnginePlan> plan = engine_plan_of(profile, objective, engine, types, solved.choice);
+  if (!plan || !plan->layer_map_plan)
+    throw InternalError(fmt::format("allocate --engine {}: a solved layer map is no layer map", engine));
+  return std::move(*plan);
 }
 
 // vLLM's layer map (vLLM PR #56116): per layer FP8, NVFP4 (keys and values alike) or left out at the
@@ -170,7 +167,7 @@ std::optional<EnginePlan> solve_vllm_layer_map(const Profile& profile, const Obj
   if (pairs.size() < 2) return std::nullopt;  // fp16 alone (solve_vllm_presets requires it): no map
   const std::optional<LayerPairsPlan> solved = best_layer_pairs(profile, objective, budget.capacity, pairs);
   if (!solved) return std::nullopt;
-  return layer_map_plan(profile, objective, kVllm, types, pairs, *solved);
+  return solved_layer_map(profile, objective, kVllm, types, *solved);
 }
 
 // vLLM: every preset whose formats are candidates, each with the best set of kept layers.
@@ -229,7 +226,7 @@ void solve_modelopt_pairs(EngineAllocation& out, const Profile& profile, const O
   if (nvfp4 >= 0) pairs.push_back({nvfp4, nvfp4});
   const std::optional<LayerPairsPlan> solved = best_layer_pairs(profile, objective, budget.capacity, pairs);
   if (!solved) return;
-  out.plans.push_back(layer_map_plan(profile, objective, kModelopt, types, pairs, *solved));
+  out.plans.push_back(solved_layer_map(profile, objective, kModelopt, types, *solved));
   out.best = 0;
 }
 
@@ -345,6 +342,23 @@ std::optional<EnginePlan> vllm_plan_of(const Profile& profile, const std::vector
   return std::nullopt;
 }
 
+// A layer map (vLLM's with keys and values alike, a layer at fp16 left out; Model-Optimizer's pairs), unscored;
+// nullopt when a layer's pair has no quant_algo in that engine's map.
+std::optional<EnginePlan> map_plan_of(const Profile& profile, const std::string& engine,
+                                      const std::vector<std::string>& types, const std::vector<LayerPair>& pairs) {
+  EnginePlan plan;
+  plan.layer_map_plan = true;
+  for (std::size_t at = 0; at < pairs.size(); ++at) {
+    const std::string& key = types[static_cast<std::size_t>(pairs[at].k)];
+    const std::string& value = types[static_cast<std::size_t>(pairs[at].v)];
+    std::string algo = modelopt_quant_algo(key, value);
+    const bool left_out = engine == kVllm && key == "fp16" && value == "fp16";
+    if (!left_out && (algo.empty() || (engine == kVllm && key != value))) return std::nullopt;
+    plan.layer_map.push_back({profile.layers[at], std::move(algo)});
+  }
+  return plan;
+}
+
 // The plan of `pairs` in `engine`'s shape, unscored; nullopt when the shape cannot hold it.
 std::optional<EnginePlan> unscored_plan_of(const Profile& profile, const std::string& engine,
                                            const std::vector<std::string>& types, const std::vector<LayerPair>& pairs) {
@@ -353,7 +367,11 @@ std::optional<EnginePlan> unscored_plan_of(const Profile& profile, const std::st
     keys.push_back(pair.k);
     values.push_back(pair.v);
   }
-  if (engine == kVllm) return vllm_plan_of(profile, pairs, types);
+  if (engine == kVllm) {
+    std::optional<EnginePlan> preset = vllm_plan_of(profile, pairs, types);
+    return preset ? preset : map_plan_of(profile, engine, types, pairs);
+  }
+  if (engine == kModelopt) return map_plan_of(profile, engine, types, pairs);
   EnginePlan plan;
   if (engine == kTrtllm) {
     if (keys != values) return std::nullopt;
@@ -436,6 +454,14 @@ std::string canonical_allocation_engine(const std::string& text, const std::stri
   return engine;
 }
 
+std::string engine_loader_file(const EngineAllocation& engine) {
+  if (!engine.best) return "";
+  const std::vector<LayerAlgo>& map = engine.plans[*engine.best].layer_map;
+  const bool quantized =
+      std::any_of(map.begin(), map.end(), [](const LayerAlgo& entry) { return !entry.quant_algo.empty(); });
+  return quantized ? kModeloptConfigFile : "";
+}
+
 std::string engine_of_types(const std::string& engine) {
   if (engine == kIkLlamaCpp) return "llama.cpp";
   return engine == kVllm || engine == kTrtllm || engine == kModelopt ? "tqlab" : engine;
@@ -484,11 +510,7 @@ EngineAllocation allocate_for_engine(const Profile& profile, const Objective& ob
     fail("allocate --engine {}: no allocation shape for this engine (engines with one: llama.cpp, {}, {}, {}, {})",
          engine, kIkLlamaCpp, kVllm, kTrtllm, kModelopt);
   }
-  if (out.best) {
-    const EnginePlan& best = out.plans[*out.best];
-    out.invocation = engine_invocation(engine, best);
-    if (!best.layer_map.empty()) out.loader_file = kModeloptConfigFile;
-  }
+  if (out.best) out.invocation = engine_invocation(engine, out.plans[*out.best]);
   return out;
 }
 

@@ -70,7 +70,7 @@ struct EnginePlan {
   ScoredChoice scored;       ///< as a choice of the profile's candidates, predicted
   /// vLLM's layer map, modelopt: a plan read from kModeloptConfigFile (--kv-cache-dtype auto)
   bool layer_map_plan = false;
-  /// its quantized layers, ascending; a layer left out keeps the model's dtype
+  /// every layer (profile.layers order) with its quant_algo, "" for a layer left out of the map (the model's dtype)
   std::vector<LayerAlgo> layer_map;
 };
 
@@ -90,8 +90,6 @@ struct EngineAllocation {
   std::vector<std::size_t> contenders;  ///< with --verify: the plans measured to choose best (best among them)
   std::string invocation;               ///< the engine's flags for the best plan ("-ctk q8_0 -ctv q4_0 -fa on")
   bool runs_itself = false;             ///< tqlab has the engine's numerics (engine/engine.h): --verify runs it
-  /// kModeloptConfigFile when the best plan is a layer map with at least one quantized layer, else ""
-  std::string loader_file;
 };
 
 /// The engines allocate --engine takes: "llama.cpp", "llama.cpp:rot=off", "ik_llama.cpp", "vllm", "trtllm",
@@ -128,10 +126,15 @@ std::string trtllm_layer_ranges(const std::vector<int>& layers, const std::vecto
 /// allocate_for_engine takes them), scored on the profile and named as the engine's solver names its plans; nullopt
 /// when the engine cannot express it: the heads of a layer's role differ, or llama.cpp: a role's layers
 /// differ; ik_llama.cpp: a role's layers form more than three runs of one type; vllm: the layers not at
-/// fp16 keys and values differ, or no preset has their formats and keeps at most the fp16 layers;
-/// trtllm: a layer's keys and values differ.
+/// fp16 keys and values differ, or no preset has their formats and keeps at most the fp16 layers, and it
+/// is no layer map either (a layer's keys and values one of fp8_e4m3, nvfp4, fp16); trtllm: a layer's keys
+/// and values differ; modelopt: a layer's pair is not FP8, FP8-K/NVFP4-V or NVFP4.
 std::optional<EnginePlan> engine_plan_of(const Profile& profile, const Objective& objective, const std::string& engine,
                                          const std::vector<std::string>& engine_types, const std::vector<int>& choice);
+
+/// The file the engine reads beside the checkpoint for its best plan: kModeloptConfigFile when that plan is a
+/// layer map with a quantized layer, else "". Follows engine.best wherever it moves (allocate/measured_pick.h).
+std::string engine_loader_file(const EngineAllocation& engine);
 
 /// The engine's own invocation of `plan` (its flags, or TensorRT-LLM's KvCacheConfig line).
 std::string engine_invocation(const std::string& engine, const EnginePlan& plan);

@@ -18,10 +18,11 @@ std::string modelopt_quant_algo(const std::string& key_spec, const std::string& 
 std::string attention_layer_prefix(int layer) { return fmt::format("model.layers.{}.self_attn", layer); }
 
 nlohmann::ordered_json modelopt_kv_config(const std::vector<LayerAlgo>& layer_map) {
-  if (layer_map.empty()) throw InternalError("modelopt_kv_config: a layer map without a quantized layer");
   nlohmann::ordered_json layers = nlohmann::ordered_json::object();
-  for (const LayerAlgo& entry : layer_map)
-    layers[attention_layer_prefix(entry.layer)] = {{"quant_algo", entry.quant_algo}};
+  for (const LayerAlgo& entry : layer_map) {
+    if (!entry.quant_algo.empty()) layers[attention_layer_prefix(entry.layer)] = {{"quant_algo", entry.quant_algo}};
+  }
+  if (layers.empty()) throw InternalError("modelopt_kv_config: a layer map without a quantized layer");
   // MIXED_PRECISION even when every layer has one format: the envelope Model-Optimizer's KV-only export
   // uses and vLLM PR #52813 accepts for a uniform map too.
   return {{"producer", {{"name", "modelopt"}, {"version", fmt::format("tqlab {}", TQLAB_VERSION)}}},

@@ -36,8 +36,9 @@ std::string modelopt_quant_algo(const std::string& key_spec, const std::string& 
 /// The attention layer's module prefix in a Hugging Face Llama-family checkpoint: "model.layers.N.self_attn".
 std::string attention_layer_prefix(int layer);
 
-/// The hf_quant_config.json above for `layer_map` (ascending layers, at least one), the producer's
-/// version naming tqlab's ("tqlab 0.1.0"): the schema is Model-Optimizer's, so its producer name.
+/// The hf_quant_config.json above for `layer_map` (ascending layers; an entry whose quant_algo is "" is a layer
+/// left out; at least one is not), the producer's version naming tqlab's ("tqlab 0.1.0"): the schema is
+/// Model-Optimizer's, so its producer name.
 nlohmann::ordered_json modelopt_kv_config(const std::vector<LayerAlgo>& layer_map);
 
 }  // namespace tqlab

@@ -157,7 +157,7 @@ void check_engine_config_option(const AllocateCommandOptions& options, const All
 
 // --engine-config: refused (before anything is written) when the best plan has no loader file.
 void check_engine_loader_file(const AllocateCommandOptions& options, const AllocationReport& report) {
-  if (options.engine_config.empty() || !report.engine->loader_file.empty()) return;
+  if (options.engine_config.empty() || !engine_loader_file(*report.engine).empty()) return;
   const std::string best = report.engine->best ? report.engine->plans[*report.engine->best].scored.name
                                                : std::string("no plan fits the budget");
   fail("allocate: --engine-config '{}': the best plan of --engine {} has no {} to write ({})", options.engine_config,

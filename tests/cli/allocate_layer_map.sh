@@ -6,7 +6,8 @@
 #   "--kv-cache-dtype auto" and --engine-config writes the map, every quantized layer named by its
 #   attention prefix, the layers the map leaves out being those whose keys and values stay fp16;
 # - modelopt: per layer one of Model-Optimizer's (K, V) pairs, every layer in the map under its
-#   quant_algo (FP8, FP8_K_NVFP4_V, NVFP4), the units' formats those of their layer's pair;
+#   quant_algo (FP8, FP8_K_NVFP4_V, NVFP4), the units' formats those of their layer's pair, with --verify
+#   the file that of the plan the measurement chose;
 # - what cannot be written is refused: one line naming the option, exit 2, nothing written.
 source "$(dirname "$0")/lib.sh" "$@"
 require_numpy "to read the allocation documents"
@@ -40,7 +41,11 @@ import json, sys
 doc, written, engine_name = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
 engine, budget = doc["engine"], doc["budget"]["bits"]
 best = engine["best"]
-assert best["damage"] == min(p["damage"] for p in engine["plans"]), engine["plans"]
+least = min(p["damage"] for p in engine["plans"])
+if engine["chosen_by"] == "profile":  # the least predicted damage of every plan (presets and the map)
+    assert best["damage"] == least, engine["plans"]
+else:  # --verify measured the contenders and chose another: the file is the chosen plan's all the same
+    assert best["name"] in engine["contenders"] and engine["profile_best"] in engine["contenders"], engine
 assert "layer_map" in best and best["bits"] <= budget, best
 assert engine["invocation"] == "--kv-cache-dtype auto" and engine["loader_file"] == "hf_quant_config.json", engine
 assert written == engine["loader_config"], (written, engine["loader_config"])
@@ -77,8 +82,10 @@ expect_contains out.txt "run it with: --kv-cache-dtype auto" "with hf_quant_conf
 ls .*.tmp* *.tmp* 2>/dev/null | grep -q . && fail "an atomic write left a temporary file behind"
 
 # ---------------------------------------------------------------- modelopt: a (K, V) pair per layer
-expect_exit 0 "allocate --engine modelopt --engine-config" -- "$TQLAB" "${common[@]}" --engine modelopt \
-  --budget 6.25 --engine-config modelopt_map.json -o alloc_modelopt.json
+# With --verify the plan the engine is told to run is the least measured of its contenders (every one a
+# map here): the file follows it.
+expect_exit 0 "allocate --engine modelopt --engine-config --verify" -- "$TQLAB" "${common[@]}" --engine modelopt \
+  --budget 6.25 --verify --engine-config modelopt_map.json -o alloc_modelopt.json
 expect_contains out.txt "engine modelopt: per layer one (K, V) pair" "run it with: --kv-cache-dtype auto"
 "$python" check_map.py alloc_modelopt.json modelopt_map.json modelopt ||
   fail "modelopt's plan or its file is not its pairs"
