@@ -163,7 +163,7 @@ TEST(VllmEngineTest, PlanKeepsBoundaryLayersAtFp16AndRecordsThePresetsSpecs) {
     }
   }
   EXPECT_EQ(plan.cache.prefill, (PrefillRule{64, 128}));
-  EXPECT_EQ(plan.engine, nullptr);  // attention is tqlab's, over the cache the specs decode
+  EXPECT_TRUE(plan.engines.empty());  // attention is tqlab's, over the cache the specs decode
 }
 
 }  // namespace

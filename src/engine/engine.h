@@ -88,8 +88,10 @@ class EngineCache {
 
 /// What a run asks of an engine, for its checks.
 struct EngineRunRequest {
-  std::string k, v;        ///< the K and V specs as given (one spec for every layer and head)
+  std::string k, v;        ///< the K and V specs as given (the defaults, when given per layer)
   bool per_layer = false;  ///< K or V given per layer or head
+  bool per_head = false;   ///< K or V given per head
+  std::vector<std::string> layer_specs;  ///< with per_layer: every other spec K or V names
   int window = 0, sink = 0;
   PrefillRule prefill;
   int head_dim = 0;   ///< 0: not known yet (checked again when the model is)
@@ -129,8 +131,9 @@ class Engine {
     (void)cache_type;
     return nullptr;
   }
-  /// The engine's attention for the run's K and V (checked by check_run), or null when
-  /// the engine leaves attention to tqlab's own path (model/kv_hook.h, model/attention.h).
+  /// The engine's attention for K and V (a run's, or one layer's of a run given per layer, checked by
+  /// check_run), or null when the engine leaves attention to tqlab's own path (model/kv_hook.h,
+  /// model/attention.h).
   virtual std::unique_ptr<EngineCache> bind(const std::string& k, const std::string& v, int head_dim) const = 0;
   /// The K and V specs the engine itself defines (a vLLM preset's formats), which a run's --k/--v
   /// may only repeat; empty strings: the run names them.

@@ -137,7 +137,8 @@ std::string LlamaCppEngine::spelling() const { return rotation_ ? "llama.cpp" : 
 
 std::string LlamaCppEngine::supports() const {
   return fmt::format(
-      "engine llama.cpp takes --k/--v from {} (one type for every layer and head), the option "
+      "engine llama.cpp takes --k/--v from {} (one type for every layer and head; a sweep config's specs "
+      "may give each layer its own), the option "
       "rot=off (LLAMA_ATTN_ROT_DISABLE=1), --prefill quantized|exact C, and no --window or --sink",
       fmt::join(llamacpp_cache_type_names(), ", "));
 }
@@ -158,14 +159,18 @@ void LlamaCppEngine::check_run(const EngineRunRequest& request) const {
   const auto refuse = [&](const std::string& what) {
     fail("{}: {} with engine {}; {}", request.where, what, spelling(), supports());
   };
-  if (request.per_layer) refuse("K or V given per layer or head");
-  for (const auto* spec : {&request.k, &request.v}) {
+  // llama_kv_cache keeps one tensor per layer for keys and one for values, every head at its type: a
+  // layer's type can differ (as ik_llama.cpp's ranges do), a head's cannot.
+  if (request.per_head) refuse("K or V given per head");
+  std::vector<const std::string*> specs{&request.k, &request.v};
+  for (const std::string& spec : request.layer_specs) specs.push_back(&spec);
+  for (const auto* spec : specs) {
     if (find_llamacpp_cache_type(*spec) == nullptr) refuse(fmt::format("cache type '{}'", *spec));
   }
   if (request.window != 0) refuse(fmt::format("window {}", request.window));
   if (request.sink != 0) refuse(fmt::format("sink {}", request.sink));
   if (request.head_dim > 0) {
-    for (const auto* spec : {&request.k, &request.v}) {
+    for (const auto* spec : specs) {
       const LlamaCppCacheType& type = cache_type(*spec);
       if (request.head_dim % type.block_values != 0 || request.head_dim % 2 != 0) {
         refuse(

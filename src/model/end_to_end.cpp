@@ -98,6 +98,10 @@ RunSeedResult EndToEndSession::run(const KvCacheQuantization& cache, int first_l
                                     layer_inputs_.empty() ? " without keep_layer_inputs" : ""));
   }
   for (int layer = 0; layer < first_layer; ++layer) {
+    if (cache.engine_of(layer) != nullptr) {
+      throw InternalError(fmt::format(
+          "EndToEndSession::run: layer {} is under an engine but the run starts at layer {}", layer, first_layer));
+    }
     for (const auto* role : {&cache.key, &cache.value}) {
       for (const Quantizer* quantizer : (*role)[static_cast<std::size_t>(layer)]) {
         if (quantizer->spec() != "fp32") {

@@ -1,5 +1,8 @@
 #include "model/kv_cache_plan.h"
 
+#include <algorithm>
+#include <utility>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -55,24 +58,52 @@ std::string canonical(const LayeredSpec& spec, int dim) {
   return written.is_string() ? written.get<std::string>() : written.dump();
 }
 
+// plan.engines and plan.cache.engine: one engine cache per distinct (K, V) pair of the layers, every head
+// of a layer alike (check_run refused specs per head); none when the engine leaves attention to tqlab.
+void bind_layers(const Engine& engine, const LayeredSpec& k, const LayeredSpec& v, const ModelConfig& config,
+                 KvCachePlan& plan) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (int layer = 0; layer < config.layers; ++layer) {
+    const std::pair<std::string, std::string> pair{k.spec_for(layer, 0), v.spec_for(layer, 0)};
+    const auto found = std::find(pairs.begin(), pairs.end(), pair);
+    if (found == pairs.end()) {
+      std::unique_ptr<EngineCache> bound = engine.bind(pair.first, pair.second, config.head_dim);
+      if (bound == nullptr) return;  // tqlab's own attention, for every layer
+      pairs.push_back(pair);
+      plan.engines.push_back(std::move(bound));
+    }
+    const auto index = static_cast<std::size_t>(std::find(pairs.begin(), pairs.end(), pair) - pairs.begin());
+    plan.cache.engine.push_back(plan.engines[index].get());
+  }
+}
+
 }  // namespace
+
+EngineRunRequest engine_run_request(const LayeredSpec& k, const LayeredSpec& v) {
+  EngineRunRequest request;
+  request.k = k.default_spec;
+  request.v = v.default_spec;
+  request.per_layer = !k.is_uniform() || !v.is_uniform();
+  request.per_head = !k.head_specs.empty() || !v.head_specs.empty();
+  for (const LayeredSpec* spec : {&k, &v}) {
+    for (const auto& [layer, text] : spec->layer_specs) request.layer_specs.push_back(text);
+    for (const auto& [where, text] : spec->head_specs) request.layer_specs.push_back(text);
+  }
+  return request;
+}
 
 KvCachePlan plan_kv_cache(const ModelConfig& config, const LayeredSpec& k, const LayeredSpec& v, ExactTokens exact,
                           const std::string& engine, PrefillRule prefill, const std::string& where) {
   KvCachePlan plan;
   const std::unique_ptr<Engine> chosen = parse_engine(engine, "engine");
-  EngineRunRequest request;
-  request.k = k.default_spec;
-  request.v = v.default_spec;
-  request.per_layer = !k.is_uniform() || !v.is_uniform();
+  EngineRunRequest request = engine_run_request(k, v);
   request.window = exact.window;
   request.sink = exact.sink;
   request.prefill = prefill;
   request.head_dim = config.head_dim;
   request.where = where;
   chosen->check_run(request);
-  plan.engine = chosen->bind(request.k, request.v, config.head_dim);
-  plan.cache.engine = plan.engine.get();
+  bind_layers(*chosen, k, v, config, plan);
   plan.cache.prefill = chosen->attention_prefill(prefill);
   std::vector<std::string> specs;
   // The engine's spellings as tqlab's specs, for the quantizers and the names results record.

@@ -37,10 +37,21 @@ struct KvCacheQuantization {
   std::vector<std::vector<const Quantizer*>> key, value;
   ExactTokens exact;       ///< sinks and window, sweep semantics
   std::uint64_t seed = 0;  ///< the run's seed (QuantContext::seed)
-  /// An engine's own attention (engine/engine.h; not owned), or null for tqlab's:
-  /// fill_layer_cache and causal_attention. With an engine the quantizers are unused.
-  const EngineCache* engine = nullptr;
+  /// An engine's own attention per [layer] (engine/engine.h; not owned): a layer with one runs it and
+  /// its quantizers are unused; a null entry, or an empty table, is tqlab's path for that layer
+  /// (fill_layer_cache and causal_attention).
+  std::vector<const EngineCache*> engine;
+  /// [layer][kv head] (empty: every head): the kv heads of an engine's layer whose query heads read
+  /// the engine's attention; the others read the layer's keys and values exact (tqlab's attention
+  /// without a cache): a unit of a model profile measured per head in an engine's numerics.
+  std::vector<std::vector<bool>> engine_heads;
   PrefillRule prefill;  ///< which keys of its own prefill piece a query reads exact
+
+  /// The engine attending layer `layer`, or null.
+  const EngineCache* engine_of(int layer) const {
+    const auto l = static_cast<std::size_t>(layer);
+    return l < engine.size() ? engine[l] : nullptr;
+  }
 };
 
 /// Packed bytes the quantizers emitted, per layer, summed over heads and chunks.

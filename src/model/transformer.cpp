@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -115,6 +116,48 @@ void project_qkv(const ModelConfig& config, const LayerWeights& w, int n, Forwar
   apply_rope(ws.rope, n, config.kv_heads, dim, kv_width, ws.k.data());
 }
 
+// ws.attention = layer `layer`'s attention under `engine` (engine/engine.h); with engine_heads, the
+// query heads of the kv heads it leaves out take ws.attention as it was (the exact attention).
+void attend_with_engine(const ModelConfig& config, const EngineCache& engine, int layer, int n,
+                        const ForwardOptions& options, ForwardWorkspace& ws, float scale) {
+  const int dim = config.head_dim;
+  const std::int64_t q_width = static_cast<std::int64_t>(config.q_heads) * dim;
+  const std::int64_t kv_width = static_cast<std::int64_t>(config.kv_heads) * dim;
+  const KvCacheQuantization& cache = *options.cache;
+  const EngineAttentionInput input{n,       config.q_heads, config.kv_heads, dim,      scale,        ws.q.data(),
+                                   q_width, ws.k.data(),    ws.v.data(),     kv_width, cache.prefill};
+  const auto l = static_cast<std::size_t>(layer);
+  const std::vector<bool>* heads =
+      l < cache.engine_heads.size() && !cache.engine_heads[l].empty() ? &cache.engine_heads[l] : nullptr;
+  std::vector<float> engine_out(heads != nullptr ? ws.attention.size() : 0);
+  float* out = heads != nullptr ? engine_out.data() : ws.attention.data();
+  KvCacheBytes& bytes = *options.bytes;
+  const std::uint64_t key_before = bytes.key[l], value_before = bytes.value[l];
+  engine.attend(input, out, bytes.key[l], bytes.value[l]);
+  const auto values = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(kv_width);
+  bytes.key_values[l] += values;
+  bytes.value_values[l] += values;
+  // Every head of an engine's cache holds as many bytes: the layer's, shared out.
+  const auto kv_heads = static_cast<std::size_t>(config.kv_heads);
+  for (auto* per_head : {&bytes.key_head, &bytes.value_head}) {
+    if (per_head->size() <= l) per_head->resize(l + 1);
+    (*per_head)[l].resize(kv_heads, 0);
+  }
+  for (std::size_t g = 0; g < kv_heads; ++g) {
+    bytes.key_head[l][g] += (bytes.key[l] - key_before) / kv_heads;
+    bytes.value_head[l][g] += (bytes.value[l] - value_before) / kv_heads;
+  }
+  if (heads == nullptr) return;
+  const int group = config.q_heads / config.kv_heads;
+  for (int h = 0; h < config.q_heads; ++h) {
+    if (!(*heads)[static_cast<std::size_t>(h / group)]) continue;
+    for (int t = 0; t < n; ++t) {
+      const std::ptrdiff_t at = t * q_width + static_cast<std::ptrdiff_t>(h) * dim;
+      std::copy_n(engine_out.data() + at, dim, ws.attention.data() + at);
+    }
+  }
+}
+
 // ws.attention = layer `layer`'s causal attention of ws.q over ws.k, ws.v as options.cache
 // stores them: exact (no cache), tqlab's decoded cache, or an engine's own attention.
 void attend(const ModelConfig& config, int layer, int n, const ForwardOptions& options, ForwardWorkspace& ws,
@@ -123,17 +166,11 @@ void attend(const ModelConfig& config, int layer, int n, const ForwardOptions& o
   const std::int64_t q_width = static_cast<std::int64_t>(config.q_heads) * dim;
   const std::int64_t kv_width = static_cast<std::int64_t>(config.kv_heads) * dim;
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
-  if (options.cache != nullptr && options.cache->engine != nullptr) {
-    // The engine's own attention over its own cache (engine/engine.h).
-    EngineAttentionInput input{
-        n,           config.q_heads, config.kv_heads,       dim, scale, ws.q.data(), q_width, ws.k.data(),
-        ws.v.data(), kv_width,       options.cache->prefill};
-    const auto l = static_cast<std::size_t>(layer);
-    KvCacheBytes& bytes = *options.bytes;
-    options.cache->engine->attend(input, ws.attention.data(), bytes.key[l], bytes.value[l]);
-    const auto values = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(kv_width);
-    bytes.key_values[l] += values;
-    bytes.value_values[l] += values;
+  const EngineCache* engine = options.cache != nullptr ? options.cache->engine_of(layer) : nullptr;
+  const bool engine_heads = engine != nullptr && static_cast<std::size_t>(layer) < options.cache->engine_heads.size() &&
+                            !options.cache->engine_heads[static_cast<std::size_t>(layer)].empty();
+  if (engine != nullptr && !engine_heads) {
+    attend_with_engine(config, *engine, layer, n, options, ws, scale);  // every head the engine's
     return;
   }
   AttentionInput attention;
@@ -147,7 +184,7 @@ void attend(const ModelConfig& config, int layer, int n, const ForwardOptions& o
   attention.k = attention.k_cache = ws.k.data();
   attention.v = attention.v_cache = ws.v.data();
   attention.kv_stride = kv_width;
-  if (options.cache != nullptr) {
+  if (options.cache != nullptr && engine == nullptr) {
     fill_layer_cache(*options.cache, layer, n, config.kv_heads, dim, kv_width, ws.k.data(), ws.v.data(),
                      ws.k_cache.data(), ws.v_cache.data(), *options.bytes, options.where, workers);
     attention.k_cache = ws.k_cache.data();
@@ -156,6 +193,8 @@ void attend(const ModelConfig& config, int layer, int n, const ForwardOptions& o
     attention.prefill = options.cache->prefill;
   }
   causal_attention(attention, ws.attention.data(), workers);
+  // Some heads the engine's, the others exact (KvCacheQuantization::engine_heads).
+  if (engine != nullptr) attend_with_engine(config, *engine, layer, n, options, ws, scale);
 }
 
 // ws.x += the gated MLP of rms_norm(ws.x).

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "engine/engine.h"
+#include "model/kv_cache_plan.h"
 #include "quant/registry.h"
 
 namespace tqlab {
@@ -159,10 +160,7 @@ std::unique_ptr<Engine> offline_engine(const SweepPlan& plan, const SweepRunConf
         "depth); on a dump give its formats as the run's specs: \"k\": \"{}\", \"v\": \"{}\"",
         plan.config.config_path, run.origin, engine->spelling(), specs.k, specs.v);
   }
-  EngineRunRequest request;
-  request.k = run.k.default_spec;
-  request.v = run.v.default_spec;
-  request.per_layer = !run.k.is_uniform() || !run.v.is_uniform();
+  EngineRunRequest request = engine_run_request(run.k, run.v);
   request.window = run.window;
   request.sink = run.sink;
   request.prefill = run.prefill.value_or(PrefillRule{});

@@ -39,6 +39,34 @@ assert kld[0] != kld[1], "the rotation changed nothing"
 assert kld[2] < kld[3], f"an exact prefill should hide part of the cache's damage: KLD {kld[2]} vs {kld[3]}"
 PY
 
+# K and V given per layer run under llama.cpp, one cache type per layer and role (each layer's cache
+# its own tensor, llama_kv_cache): every layer at q4_0 is the uniform run; a layer at q8_0 changes it.
+# Per head they are refused: a layer's heads share its tensor's type.
+cat > layered.json <<JSON
+{"model": {"path": "$model", "tokens": "$windows", "ctx": 128, "chunks": 2, "engine": "llama.cpp"},
+ "runs": [{"k": {"default": "q4_0", "layers": {"0": "q4_0", "3": "q4_0"}}, "v": "q8_0"},
+          {"k": {"default": "q4_0", "layers": {"0": "q8_0"}}, "v": "q8_0"}],
+ "metrics": {"reconstruction": false, "attention": false, "needle": false}}
+JSON
+expect_exit 0 "sweep with layered specs on llama.cpp" -- "$TQLAB" sweep --config layered.json --out layered.out.json \
+  --quiet
+checks=$((checks + 1))
+"$python" - layered.out.json llama.json <<'PY' || fail "layered specs on llama.cpp are not the uniform run's numbers"
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+uniform = json.load(open(sys.argv[2]))["runs"][0]
+same = [run["metrics"]["e2e_kld"]["mean"] for run in runs] + [uniform["metrics"]["e2e_kld"]["mean"]]
+assert same[0] == same[2] and same[1] != same[2], same
+assert all(run["engine"] == "llama.cpp" for run in runs), runs
+PY
+cat > per_head.json <<JSON
+{"model": {"path": "$model", "tokens": "$windows", "ctx": 128, "chunks": 2, "engine": "llama.cpp"},
+ "runs": [{"k": {"default": "q4_0", "layers": {"1": {"default": "q4_0", "heads": {"0": "q8_0"}}}}, "v": "q8_0"}],
+ "metrics": {"reconstruction": false, "attention": false, "needle": false}}
+JSON
+expect_refused "K per head on llama.cpp" "runs[0]" "per head" -- "$TQLAB" sweep --config per_head.json \
+  --out bad.json --quiet
+
 # What an engine cannot run: refused before any work, naming what it takes.
 expect_refused "a tq spec on llama.cpp" "tq" -- "$TQLAB" ppl "${common[@]}" --engine llama.cpp --k tq:b=3 --v q8_0 \
   -o bad.json
