@@ -22,6 +22,7 @@
 #include "allocate/verify.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/engine.h"
 #include "model/model_config.h"
 
 namespace tqlab {
@@ -47,6 +48,16 @@ struct MeasuredProfile {
 // The granularity a profile of `kind` is measured at: an offline one per head (summed per layer after).
 Granularity measured_granularity(ProfileKind kind, Granularity granularity) {
   return kind == ProfileKind::offline ? Granularity::layer_head : granularity;
+}
+
+// Whose numerics the profile of `kind` is measured in (Profile::numerics): a model profile for an engine
+// whose attention tqlab has (llama.cpp, llama.cpp:rot=off) in the engine's, so that its plans are scored
+// as the engine computes them; an offline profile, and every other engine's (ik_llama.cpp, vllm, trtllm:
+// tqlab has not their numerics), in tqlab's.
+std::string profile_numerics(const AllocateJobRequest& request, ProfileKind kind) {
+  if (kind != ProfileKind::model || request.engine.empty()) return "tqlab";
+  const std::string engine = engine_of_types(request.engine);
+  return engine == request.engine && !is_default_engine(engine) ? engine : "tqlab";
 }
 
 // Announces a long step to the caller and ends it when it goes out of scope.
@@ -76,14 +87,16 @@ Profile measure_profile(const AllocateContext& context, ProfileKind kind, Granul
                         const std::optional<std::vector<int>>& held) {
   const AllocateJobRequest& request = context.request;
   const Granularity measured_at = measured_granularity(kind, granularity);
+  const std::string numerics = profile_numerics(request, kind);
   const nlohmann::ordered_json source =
-      profile_source(context.config, context.model, kind, measured_at, request.candidates);
+      profile_source(context.config, context.model, kind, measured_at, request.candidates, numerics);
   Profile profile;
   {
     const Step step(request, fmt::format("{} profile", profile_kind_name(kind)));
     if (kind == ProfileKind::model) {
       ModelProfileOptions model_options;
       model_options.candidates = request.candidates;
+      model_options.numerics = numerics;
       model_options.granularity = measured_at;
       model_options.threads = request.threads;
       model_options.reuse_prefix = request.reuse_prefix;
@@ -101,7 +114,9 @@ Profile measure_profile(const AllocateContext& context, ProfileKind kind, Granul
   }
   profile.content_key = profile_content_key(source);
   profile.source = source.dump();
-  context.note(fmt::format("allocate: {} profile measured in {:.1f} s{}", profile_kind_name(kind), profile.seconds,
+  context.note(fmt::format("allocate: {} profile{} measured in {:.1f} s{}", profile_kind_name(kind),
+                           is_default_engine(numerics) ? std::string() : " in " + numerics + "'s numerics",
+                           profile.seconds,
                            profile.layers_computed_share
                                ? fmt::format(" (its passes computed {:.1f}% of the layers a pass from layer 0 would)",
                                              100 * *profile.layers_computed_share)
@@ -134,6 +149,7 @@ Profile profile_skeleton(const AllocateContext& context, ProfileKind kind, Granu
   skeleton.kind = kind;
   skeleton.granularity = granularity;
   skeleton.candidates = context.request.candidates;
+  skeleton.numerics = profile_numerics(context.request, kind);
   skeleton.seeds = context.config.seeds;
   const std::vector<LayerHeads> layers = profiled_layers(context, kind);
   for (const LayerHeads& layer : layers) skeleton.layers.push_back(layer.layer);
@@ -146,8 +162,9 @@ Profile profile_skeleton(const AllocateContext& context, ProfileKind kind, Granu
 // job would measure.
 MeasuredProfile measured_profile(const AllocateContext& context, ProfileKind kind, Granularity granularity) {
   const AllocateJobRequest& request = context.request;
-  const std::string key = profile_content_key(
-      profile_source(context.config, context.model, kind, measured_granularity(kind, granularity), request.candidates));
+  const std::string key =
+      profile_content_key(profile_source(context.config, context.model, kind, measured_granularity(kind, granularity),
+                                         request.candidates, profile_numerics(request, kind)));
   const Profile expected = profile_skeleton(context, kind, measured_granularity(kind, granularity));
   MeasuredProfile out;
   std::optional<Profile> cached;

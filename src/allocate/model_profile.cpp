@@ -1,11 +1,13 @@
 #include "allocate/model_profile.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <memory>
 #include <optional>
 
 #include "core/error.h"
+#include "engine/engine.h"
 #include "metrics/next_token_metrics.h"
 #include "quant/registry.h"
 #include "sweep/sweep_model.h"
@@ -45,6 +47,42 @@ KvCacheQuantization unit_cache(const ModelConfig& shape, const AllocationUnit& u
   return cache;
 }
 
+// Each candidate's engine caches in the engine's numerics, the unit's role at the candidate's type and
+// the other at the engine's f32: [candidate][role]; empty in tqlab's.
+std::vector<std::array<std::unique_ptr<EngineCache>, 2>> engine_caches(const ModelProfileOptions& options,
+                                                                       int head_dim) {
+  std::vector<std::array<std::unique_ptr<EngineCache>, 2>> caches;
+  if (is_default_engine(options.numerics)) return caches;
+  const std::unique_ptr<Engine> engine = parse_engine(options.numerics, "numerics");
+  const std::string exact = engine_cache_type(*engine, "fp32");
+  for (const std::string& candidate : options.candidates) {
+    const std::string type = engine_cache_type(*engine, candidate);
+    if (type.empty() || exact.empty()) {
+      throw InternalError("model profile: engine " + options.numerics + " has no cache type for " +
+                          (type.empty() ? candidate : std::string("fp32")));
+    }
+    auto& roles = caches.emplace_back();
+    roles[0] = engine->bind(type, exact, head_dim);
+    roles[1] = engine->bind(exact, type, head_dim);
+    if (roles[0] == nullptr || roles[1] == nullptr) {
+      throw InternalError("model profile: engine " + options.numerics + " has no attention of its own");
+    }
+  }
+  return caches;
+}
+
+// `cache` with the unit's layer (its heads, per head) under `engine` instead of its quantizers.
+void put_under_engine(KvCacheQuantization& cache, const ModelConfig& shape, const AllocationUnit& unit,
+                      const EngineCache& engine) {
+  const auto layer = static_cast<std::size_t>(unit.layer);
+  cache.engine.assign(static_cast<std::size_t>(shape.layers), nullptr);
+  cache.engine[layer] = &engine;
+  if (unit.head < 0) return;
+  cache.engine_heads.assign(static_cast<std::size_t>(shape.layers), {});
+  cache.engine_heads[layer].assign(static_cast<std::size_t>(shape.kv_heads), false);
+  cache.engine_heads[layer][static_cast<std::size_t>(unit.head)] = true;
+}
+
 // The bytes the unit's heads took in a pass's cache.
 std::uint64_t unit_bytes(const RunSeedResult& result, const AllocationUnit& unit, int kv_heads) {
   const auto& per_head = (unit.role == Role::key ? result.bytes.key_head : result.bytes.value_head);
@@ -72,7 +110,9 @@ Profile measure_model_profile(const SweepConfig& config, const SweepModel& model
   profile.kind = ProfileKind::model;
   profile.granularity = options.granularity;
   profile.candidates = options.candidates;
+  profile.numerics = options.numerics;
   profile.seeds = config.seeds;
+  const auto engines = engine_caches(options, shape.head_dim);
   std::vector<LayerHeads> layers;
   for (int layer = 0; layer < shape.layers; ++layer) {
     layers.push_back({layer, shape.kv_heads});
@@ -103,7 +143,7 @@ Profile measure_model_profile(const SweepConfig& config, const SweepModel& model
     entry.unit = unit;
     const int unit_heads = unit.head < 0 ? shape.kv_heads : 1;
     entry.values = static_cast<std::uint64_t>(model.chunks) * model.options.ctx * shape.head_dim * unit_heads;
-    for (const std::unique_ptr<Quantizer>& quantizer : quantizers) {
+    for (std::size_t c = 0; c < quantizers.size(); ++c) {
       UnitMeasurement& measurement = entry.candidates.emplace_back();
       measurement.components.assign(2, std::vector<double>(config.seeds.size(), 0.0));
       bool bytes_counted = false;  // a candidate's bytes do not depend on the seed: the first pass measured counts them
@@ -111,8 +151,9 @@ Profile measure_model_profile(const SweepConfig& config, const SweepModel& model
         if (!held.at(work++)) continue;
         ++pass;
         const int first_layer = options.reuse_prefix ? unit.layer : 0;
-        const RunSeedResult result =
-            session->run(unit_cache(shape, unit, *exact, *quantizer, exact_tokens, config.seeds[s]), first_layer);
+        KvCacheQuantization cache = unit_cache(shape, unit, *exact, *quantizers[c], exact_tokens, config.seeds[s]);
+        if (!engines.empty()) put_under_engine(cache, shape, unit, *engines[c][unit.role == Role::key ? 0 : 1]);
+        const RunSeedResult result = session->run(cache, first_layer);
         layers_computed += shape.layers - first_layer;
         measurement.components[0][s] = metric_value(result.series, "e2e_kld");
         measurement.components[1][s] = metric_value(result.series, "e2e_ln_ppl_ratio");

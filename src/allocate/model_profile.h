@@ -4,6 +4,14 @@
 // (model/end_to_end.h): per (unit, candidate, seed) one pass over every chunk, its e2e_kld and
 // e2e_ln_ppl_ratio recorded.
 //
+// In an engine's numerics (ModelProfileOptions::numerics, llama.cpp) the unit's layer runs under
+// the engine's own cache and attention (engine/engine.h), bound to the candidate's type for the
+// unit's role and the engine's f32 for the other (llama.cpp: Q/K rotated when K is quantized, V
+// and the output when V is, the query converted to K's type); every other layer, and at layer-head
+// granularity every other head of the layer, reads its keys and values exact. llama.cpp's rotation
+// and query conversion act on each head alone (blocks of at most head_dim, engine/llamacpp_engine.h),
+// so a head's unit in its numerics is what that head computes in a layer of the type.
+//
 // The layers before the unit's layer see an exact cache, so they compute the base's floats
 // again: the base keeps each chunk's residual stream entering every layer, and the unit's pass
 // starts at its layer from it (EndToEndSession::run(cache, layer)), the same floats as a pass
@@ -24,6 +32,9 @@ namespace tqlab {
 
 struct ModelProfileOptions {
   std::vector<std::string> candidates;  ///< canonical specs
+  /// Profile::numerics: "tqlab", or an engine with its own attention (engine/engine.h, "llama.cpp"),
+  /// whose cache types the candidates are (as its quantizer_spec spells them).
+  std::string numerics = "tqlab";
   Granularity granularity = Granularity::layer_head;
   int threads = 0;
   bool reuse_prefix = true;

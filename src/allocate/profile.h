@@ -60,6 +60,10 @@ struct Profile {
   std::vector<std::uint64_t> seeds;
   std::vector<int> layers;  ///< layer numbers, in order
   std::vector<UnitProfile> units;
+  /// Whose numerics a model profile's passes ran a unit's cache in: "tqlab" (tqlab's quantizer of the
+  /// candidate, tqlab's attention), or an engine's canonical spelling ("llama.cpp", "llama.cpp:rot=off":
+  /// the unit's layer under the engine's own cache and attention, allocate/model_profile.h).
+  std::string numerics = "tqlab";
   std::string content_key;  ///< sha256 (hex) of what it was measured from (allocate/profile_cache.h)
   std::string source;       ///< what it was measured on, as compact JSON (allocate/profile_cache.h)
   double seconds = 0;       ///< wall time of the measurement

@@ -39,12 +39,14 @@ nlohmann::ordered_json model_source(const SweepConfig& config, const SweepModel&
 }  // namespace
 
 nlohmann::ordered_json profile_source(const SweepConfig& config, const SweepModel* model, ProfileKind kind,
-                                      Granularity granularity, const std::vector<std::string>& candidates) {
+                                      Granularity granularity, const std::vector<std::string>& candidates,
+                                      const std::string& numerics) {
   const AttentionConfig& attention = config.metrics.attention_options;
   nlohmann::ordered_json source{{"kind", profile_kind_name(kind)},
                                 {"granularity", granularity_name(granularity)},
                                 {"candidates", candidates},
                                 {"seeds", config.seeds},
+                                {"numerics", numerics},
                                 {"tqlab", {{"version", TQLAB_VERSION}, {"git_commit", TQLAB_GIT_COMMIT}}},
                                 {"window_mode", window_mode_name(attention.window_mode)}};
   if (kind == ProfileKind::model || config.data.path.empty()) {

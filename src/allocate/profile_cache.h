@@ -3,7 +3,8 @@
 //
 // The content key is the sha256 of the profile's source: a JSON object of everything its
 // numbers depend on — the kind, the granularity (the offline profile is always measured per
-// head), the candidates, the seeds, tqlab's version and git commit, and
+// head), the candidates, the seeds, tqlab's version and git commit, the numerics (tqlab's, or
+// an engine's: Profile::numerics), and
 //   data:  the file's sha256 and bytes, the name templates, layout, layer selection, nonfinite
 //          mode, and the attention options (chunk, causal, scale, window_mode);
 //   model: config.json's and every weight file's sha256, the tokens' (and tokenizer's) sha256,
@@ -28,9 +29,10 @@ namespace tqlab {
 struct SweepModel;
 
 /// The source object above. `model`: the config's model block opened (for its identity and
-/// tokens), or null without one.
+/// tokens), or null without one. `numerics`: Profile::numerics.
 nlohmann::ordered_json profile_source(const SweepConfig& config, const SweepModel* model, ProfileKind kind,
-                                      Granularity granularity, const std::vector<std::string>& candidates);
+                                      Granularity granularity, const std::vector<std::string>& candidates,
+                                      const std::string& numerics);
 
 /// sha256 (hex) of the source's compact JSON.
 std::string profile_content_key(const nlohmann::ordered_json& source);

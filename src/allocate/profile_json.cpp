@@ -45,6 +45,7 @@ nlohmann::ordered_json profile_json(const Profile& profile, const Objective* obj
   return {
       {"kind", profile_kind_name(profile.kind)},
       {"granularity", granularity_name(profile.granularity)},
+      {"numerics", profile.numerics},
       {"content_key", profile.content_key},
       {"source", std::move(source)},
       {"candidates", profile.candidates},
@@ -99,6 +100,8 @@ void read_profile_header(const JsonReader& root, Profile& profile) {
   const std::optional<Granularity> granularity = parse_granularity(root.at("granularity").as_string());
   if (!granularity) root.at("granularity").fail("not a granularity");
   profile.granularity = *granularity;
+  // Documents written before profiles had an engine's numerics are tqlab's.
+  if (root.has("numerics")) profile.numerics = root.at("numerics").as_string();
   profile.content_key = root.at("content_key").as_string();
   profile.source = root.at("source").value().dump();
   for (const JsonReader& spec : root.at("candidates").elements()) profile.candidates.push_back(spec.as_string());
@@ -203,6 +206,9 @@ void check_profile_fits(const Profile& profile, const Profile& expected, const s
   if (profile.granularity != expected.granularity) {
     fail_at("granularity", fmt::format("{}, expected {}", granularity_name(profile.granularity),
                                        granularity_name(expected.granularity)));
+  }
+  if (profile.numerics != expected.numerics) {
+    fail_at("numerics", fmt::format("{}'s, expected {}'s", profile.numerics, expected.numerics));
   }
   if (profile.candidates != expected.candidates) {
     fail_at("candidates", fmt::format("[{}], expected this command's [{}]", fmt::join(profile.candidates, ", "),

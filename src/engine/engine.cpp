@@ -143,6 +143,13 @@ std::string canonical_engine(const std::string& text, const std::string& option)
   return parse_engine(text, option)->spelling();
 }
 
+std::string engine_cache_type(const Engine& engine, const std::string& spec) {
+  for (const std::string& type : engine.cache_types()) {
+    if (engine.quantizer_spec(type) == spec) return type;
+  }
+  return "";
+}
+
 std::vector<std::string> engine_names() {
   std::vector<std::string> names;
   for (const EngineEntry& entry : engines()) names.emplace_back(entry.name);

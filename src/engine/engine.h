@@ -179,6 +179,10 @@ std::string engine_with_preset(const std::string& engine, const std::string& pre
 /// bytes; a vllm run's "quantized" must be written, its default being one prefill of each chunk).
 bool prefill_written(const std::string& engine, PrefillRule prefill);
 
+/// The cache type of `engine` that it spells `spec` in tqlab (Engine::quantizer_spec: llama.cpp's
+/// "f16" for "fp16"), or "" when it has none.
+std::string engine_cache_type(const Engine& engine, const std::string& spec);
+
 /// The name of every engine, in table order.
 std::vector<std::string> engine_names();
 

@@ -7,6 +7,9 @@
 #   to llama.cpp itself (node-llama-cpp, tools/llamacpp_reference/perplexity.mjs) its flags give the
 #   perplexity the engine run measured, within the llama.cpp engine's bound (2.5e-4 relative,
 #   tests/cli/llamacpp_reference.sh);
+# - llama.cpp's profile is measured in its numerics (marked so, cached apart from tqlab's) and at 4.5 bits
+#   predicts the plan's run under llama.cpp itself better than the profile of the same types in tqlab's
+#   semantics;
 # - ik_llama.cpp's plans (a type per role and others for the first N and last M layers) are never
 #   worse than llama.cpp's at the same budget, and their flags name the ranges; vllm's are its presets
 #   with the layers they keep unquantized and a layer map (tests/cli/allocate_layer_map.sh has its file);
@@ -136,7 +139,18 @@ expect_contains out.txt "engine ik_llama.cpp: per role" "run it with: -ctk "
 import json, sys
 one, ik = (json.load(open(p)) for p in sys.argv[1:3])
 best, layers = ik["engine"]["best"], 4
-assert best["bits"] <= ik["budget"]["bits"] and best["damage"] <= one["engine"]["best"]["damage"] * (1 + 1e-12)
+# llama.cpp's plans are scored on a profile in llama.cpp's numerics, ik_llama.cpp's in tqlab's: the
+# one-type plans it holds are scored here on ik_llama.cpp's own profile.
+profile = ik["profile"]
+spec = {"f16": "fp16"}
+def score(k, v):
+    units = profile["units"]
+    cells = [u["candidates"][profile["candidates"].index(spec.get(k if u["role"] == "key" else v,
+                                                                  k if u["role"] == "key" else v))] for u in units]
+    return sum(c["damage"] for c in cells), 8 * sum(c["bytes"] for c in cells) / sum(u["values"] for u in units)
+types = ["f16", "q8_0", "q5_1", "q5_0", "iq4_nl", "q4_1", "q4_0"]
+one_type = min(d for d, bits in (score(k, v) for k in types for v in types) if bits <= ik["budget"]["bits"] + 1e-12)
+assert best["bits"] <= ik["budget"]["bits"] and best["damage"] <= one_type * (1 + 1e-12), (best, one_type)
 flags = f"-ctk {best['k']}"
 for role in ("k", "v"):
     if role == "v":
@@ -148,6 +162,45 @@ for role in ("k", "v"):
 assert ik["engine"]["invocation"] == flags, (ik["engine"]["invocation"], flags)
 names = [name for run in ik["verify"]["runs"] for name in run["names"]]
 assert best["name"] in names and ik["engine"]["measured_as"] is None, names
+PY
+
+# llama.cpp's profile is measured in its numerics (each unit's layer under the engine's cache, the
+# other units exact), ik_llama.cpp's in tqlab's: marked so and cached apart. At 4.5 bits (4-bit blocks,
+# where llama.cpp's rotation matters most) the engine's profile predicts the plan's run under llama.cpp
+# itself better than tqlab's profile of the same types does: -3% against +20% on these windows. At 5 to 7
+# bits on windows this short both are within the profile's additivity error and tqlab's is the closer
+# (-7%, -14%, -3% against +2%, -6%, -1%); on the bundled config's windows of 256 the engine's is closer at
+# 4.5, 5 and 6 bits (docs/FINDINGS.md). Both budgets' numbers are printed; 4.5 bits is held.
+expect_exit 0 "allocate --engine llama.cpp --verify at 4.5 bits" -- "$TQLAB" allocate --config config.json \
+  --engine llama.cpp --budget 4.5 --verify --threads 2 -o alloc_45.json --quiet
+"$python" - alloc.json alloc_ik.json alloc_45.json <<'PY' || fail "the profile is not in its numerics, or no better"
+import json, sys
+engine_doc, tqlab_doc, low_doc = (json.load(open(p)) for p in sys.argv[1:4])
+for doc, numerics in ((engine_doc, "llama.cpp"), (tqlab_doc, "tqlab"), (low_doc, "llama.cpp")):
+    assert doc["profile"]["numerics"] == numerics and doc["profile"]["source"]["numerics"] == numerics, doc["cache"]
+assert engine_doc["profile"]["content_key"] != tqlab_doc["profile"]["content_key"]
+assert engine_doc["cache"]["path"] != tqlab_doc["cache"]["path"], engine_doc["cache"]
+assert low_doc["cache"] == {"path": engine_doc["cache"]["path"], "hit": True}, low_doc["cache"]
+spec = {"f16": "fp16"}
+def predicted(profile, best):
+    total = 0.0
+    for unit in profile["units"]:
+        name = best["k"] if unit["role"] == "key" else best["v"]
+        cell = unit["candidates"][profile["candidates"].index(spec.get(name, name))]
+        kld = cell["components"]["e2e_kld"]
+        total += sum(kld) / len(kld)
+    return total
+errors = []
+for doc in (engine_doc, low_doc):
+    best = doc["engine"]["best"]
+    run = next(r for r in doc["verify"]["runs"] if "llama.cpp itself" in r["names"])
+    measured = run["metrics"]["e2e_kld"]["mean"]
+    ours, theirs = predicted(doc["profile"], best), predicted(tqlab_doc["profile"], best)
+    print(f"{doc['budget']['bits']} bits, -ctk {best['k']} -ctv {best['v']}: llama.cpp itself e2e_kld {measured:.6g}; "
+          f"predicted by the profile in llama.cpp's numerics {ours:.6g} ({ours / measured - 1:+.1%}), "
+          f"in tqlab's {theirs:.6g} ({theirs / measured - 1:+.1%})")
+    errors.append((abs(ours - measured), abs(theirs - measured)))
+sys.exit(errors[1][0] >= errors[1][1])
 PY
 
 # vllm: a preset everywhere but kept layers (a TurboQuant preset keeps all 4 of this model's layers:
