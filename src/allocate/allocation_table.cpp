@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "allocate/allocation_document.h"
+#include "engine/engine.h"
 
 namespace tqlab {
 namespace {
@@ -30,9 +31,11 @@ std::string header_text(const AllocationReport& report) {
   const Profile& profile = report.profile;
   const AllocationResult& result = report.result;
   return fmt::format(
-      "{} profile, {} units ({}), {} candidates; budget {:.4f} bits per value ({}); solver {}{}\n",
-      profile_kind_name(profile.kind), profile.units.size(), granularity_name(profile.granularity),
-      profile.candidates.size(), result.budget.bits, result.budget.given, result.solver,
+      "{} profile{}, {} units ({}), {} candidates; budget {:.4f} bits per value ({}); solver {}{}\n",
+      profile_kind_name(profile.kind),
+      is_default_engine(profile.numerics) ? std::string() : " in " + profile.numerics + "'s numerics",
+      profile.units.size(), granularity_name(profile.granularity), profile.candidates.size(), result.budget.bits,
+      result.budget.given, result.solver,
       result.solver == "dp" ? " (exact)" : fmt::format(" (gap {:.3g})", result.allocation.damage - result.lower_bound));
 }
 
@@ -230,7 +233,11 @@ std::string same_bits_text(const AllocationReport& report) {
       "\nat the same bits ({:.4f} per value), predicted by the {} profile{}:\n{:<{}}  {:<9}  "
       "{:>7}  {:>12}",
       report.result.budget.bits, granularity_name(report.profile.granularity),
-      report.verification ? " and measured" : "", "row", width, "kind", "bits", "damage");
+      !report.verification ? ""
+      : is_default_engine(report.profile.numerics)
+          ? " and measured"
+          : fmt::format(" in {}'s numerics and measured in tqlab's semantics", report.profile.numerics),
+      "row", width, "kind", "bits", "damage");
   if (report.verification) {
     text += fmt::format("  {:>18}", "meas " + measured_damage_metric(report.profile));
     if (report.verification->base) text += fmt::format("  {:>18}", "e2e_ppl_delta_pct");
