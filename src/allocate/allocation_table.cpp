@@ -206,8 +206,7 @@ std::string optimum_gain_text(const AllocationReport& report) {
   if (engine == rows.end()) return "";
   const std::string metric = measured_damage_metric(report.profile);
   const auto measured = [&](const SameBitsRow& row) -> std::optional<double> {
-    const VerifiedRun* run = report.verification ? verified_run(*report.verification, row.scored.name) : nullptr;
-    return run ? measured_mean(*run, metric) : std::nullopt;
+    return report.verification ? measured_mean(*report.verification, row.scored.name, metric) : std::nullopt;
   };
   std::string text;
   for (const SameBitsRow& row : rows) {

@@ -18,11 +18,6 @@ std::size_t plan_index(EngineAllocation& engine, EnginePlan plan) {
   return engine.plans.size() - 1;
 }
 
-std::optional<double> measured(const Verification& verification, const std::string& name, const std::string& metric) {
-  const VerifiedRun* run = verified_run(verification, name);
-  return run ? measured_mean(*run, metric) : std::nullopt;
-}
-
 // `same`'s engine row shows `chosen` (a choice over `profile`'s units), and a row of kind "predicted"
 // after it the profile's pick `set_aside`.
 void repoint_engine_row(SameBits& same, const Profile& profile, const Objective& objective, const ScoredChoice& chosen,
@@ -87,9 +82,9 @@ void pick_measured_best(EngineAllocation& engine, SameBits& same, const Profile&
                         const Verification& verification, const std::string& metric) {
   if (!engine.best || engine.contenders.empty()) return;
   std::size_t chosen = *engine.best;
-  std::optional<double> least = measured(verification, contender_run_name(engine, chosen), metric);
+  std::optional<double> least = measured_mean(verification, contender_run_name(engine, chosen), metric);
   for (const std::size_t index : engine.contenders) {
-    const std::optional<double> value = measured(verification, contender_run_name(engine, index), metric);
+    const std::optional<double> value = measured_mean(verification, contender_run_name(engine, index), metric);
     if (!value || !least) return;
     if (*value < *least) {
       least = value;

@@ -114,4 +114,10 @@ std::optional<double> measured_mean(const VerifiedRun& run, const std::string& n
   return std::nullopt;
 }
 
+std::optional<double> measured_mean(const Verification& verification, const std::string& name,
+                                    const std::string& metric) {
+  const VerifiedRun* run = verified_run(verification, name);
+  return run ? measured_mean(*run, metric) : std::nullopt;
+}
+
 }  // namespace tqlab

@@ -61,4 +61,9 @@ const VerifiedRun* verified_run(const Verification& verification, const std::str
 /// Mean over seeds of metric `name` in `run`; nullopt when it has none.
 std::optional<double> measured_mean(const VerifiedRun& run, const std::string& name);
 
+/// Mean over seeds of metric `metric` in the run of `verification` that measured the choice `name`;
+/// nullopt when no run did or it has no such metric.
+std::optional<double> measured_mean(const Verification& verification, const std::string& name,
+                                    const std::string& metric);
+
 }  // namespace tqlab
