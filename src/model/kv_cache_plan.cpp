@@ -65,14 +65,13 @@ void bind_layers(const Engine& engine, const LayeredSpec& k, const LayeredSpec& 
   std::vector<std::pair<std::string, std::string>> pairs;
   for (int layer = 0; layer < config.layers; ++layer) {
     const std::pair<std::string, std::string> pair{k.spec_for(layer, 0), v.spec_for(layer, 0)};
-    const auto found = std::find(pairs.begin(), pairs.end(), pair);
-    if (found == pairs.end()) {
+    const auto index = static_cast<std::size_t>(std::find(pairs.begin(), pairs.end(), pair) - pairs.begin());
+    if (index == pairs.size()) {
       std::unique_ptr<EngineCache> bound = engine.bind(pair.first, pair.second, config.head_dim);
       if (bound == nullptr) return;  // tqlab's own attention, for every layer
       pairs.push_back(pair);
       plan.engines.push_back(std::move(bound));
     }
-    const auto index = static_cast<std::size_t>(std::find(pairs.begin(), pairs.end(), pair) - pairs.begin());
     plan.cache.engine.push_back(plan.engines[index].get());
   }
 }

@@ -52,11 +52,16 @@ struct KvCacheQuantization {
     const auto l = static_cast<std::size_t>(layer);
     return l < engine.size() ? engine[l] : nullptr;
   }
+  /// The kv heads of layer `layer` the engine serves (engine_heads), or null when it serves every head.
+  const std::vector<bool>* engine_heads_of(int layer) const {
+    const auto l = static_cast<std::size_t>(layer);
+    return l < engine_heads.size() && !engine_heads[l].empty() ? &engine_heads[l] : nullptr;
+  }
 };
 
 /// Packed bytes the quantizers emitted, per layer, summed over heads and chunks.
 struct KvCacheBytes {
-  std::vector<std::uint64_t> key, value;  ///< [layer]
+  std::vector<std::uint64_t> key, value;                ///< [layer]
   std::vector<std::uint64_t> key_values, value_values;  ///< [layer]: values quantized
   /// [layer][kv head]: the same bytes per head (sized by fill_layer_cache for the layers it fills).
   std::vector<std::vector<std::uint64_t>> key_head, value_head;

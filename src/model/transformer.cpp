@@ -127,8 +127,7 @@ void attend_with_engine(const ModelConfig& config, const EngineCache& engine, in
   const EngineAttentionInput input{n,       config.q_heads, config.kv_heads, dim,      scale,        ws.q.data(),
                                    q_width, ws.k.data(),    ws.v.data(),     kv_width, cache.prefill};
   const auto l = static_cast<std::size_t>(layer);
-  const std::vector<bool>* heads =
-      l < cache.engine_heads.size() && !cache.engine_heads[l].empty() ? &cache.engine_heads[l] : nullptr;
+  const std::vector<bool>* heads = cache.engine_heads_of(layer);
   std::vector<float> engine_out(heads != nullptr ? ws.attention.size() : 0);
   float* out = heads != nullptr ? engine_out.data() : ws.attention.data();
   KvCacheBytes& bytes = *options.bytes;
@@ -167,9 +166,7 @@ void attend(const ModelConfig& config, int layer, int n, const ForwardOptions& o
   const std::int64_t kv_width = static_cast<std::int64_t>(config.kv_heads) * dim;
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
   const EngineCache* engine = options.cache != nullptr ? options.cache->engine_of(layer) : nullptr;
-  const bool engine_heads = engine != nullptr && static_cast<std::size_t>(layer) < options.cache->engine_heads.size() &&
-                            !options.cache->engine_heads[static_cast<std::size_t>(layer)].empty();
-  if (engine != nullptr && !engine_heads) {
+  if (engine != nullptr && options.cache->engine_heads_of(layer) == nullptr) {
     attend_with_engine(config, *engine, layer, n, options, ws, scale);  // every head the engine's
     return;
   }
