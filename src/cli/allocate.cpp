@@ -188,11 +188,9 @@ int run_allocate_command(const AllocateCommandOptions& options) {
   guard_output("allocate", "-o", options.output, inputs);
   std::optional<AtomicFileWriter> engine_writer;
   if (!options.engine_config.empty()) {
-    if (std::filesystem::path(options.engine_config).lexically_normal() ==
-        std::filesystem::path(options.output).lexically_normal()) {
+    if (same_file_path(options.engine_config, options.output)) {
       fail("allocate: --engine-config '{}' is the -o file", options.engine_config);
     }
-    inputs.push_back({options.output, "the -o file"});
     guard_output("allocate", "--engine-config", options.engine_config, inputs);
     engine_writer.emplace(options.engine_config);
   }

@@ -117,6 +117,10 @@ struct CommandInput {
 void guard_output(const std::string& command, const std::string& option, const std::string& output,
                   const std::vector<CommandInput>& inputs);
 
+/// Whether two paths are one file, as guard_output compares an output with its inputs (for a command
+/// that writes two outputs: they must differ).
+bool same_file_path(const std::string& a, const std::string& b);
+
 /// The inputs of an end-to-end run: the model folder, the text or the token file (of a
 /// "FILE.safetensors:NAME" spec), another tokenizer; "" for those not given.
 std::vector<CommandInput> model_inputs(const std::string& model, const std::string& text, const std::string& tokens,

@@ -68,6 +68,8 @@ void guard_output(const std::string& command, const std::string& option, const s
   }
 }
 
+bool same_file_path(const std::string& a, const std::string& b) { return same_file(a, b); }
+
 std::vector<CommandInput> model_inputs(const std::string& model, const std::string& text, const std::string& tokens,
                                        const std::string& tokenizer) {
   return {{model, "the model"},
