@@ -1,5 +1,6 @@
 #include "allocate/engine_names.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,27 @@ std::string engine_plan_name(const std::string& engine, const EnginePlan& plan) 
   if (is_llamacpp_engine(engine)) return fmt::format("{} -ctk {} -ctv {}", engine, plan.k.base, plan.v.base);
   if (engine == kTrtllmEngine) return "trtllm " + plan.layer_ranges;
   return engine + " " + engine_invocation(engine, plan);
+}
+
+std::vector<int> vllm_forced_layers(const VllmPreset& preset, const std::vector<int>& layers) {
+  std::vector<int> forced;
+  const int count = static_cast<int>(layers.size());
+  for (int at = 0; at < count; ++at) {
+    if (!vllm_layer_quantized(preset, at, count)) forced.push_back(layers[static_cast<std::size_t>(at)]);
+  }
+  return forced;
+}
+
+EnginePlan vllm_preset_plan(const VllmPreset& preset, const std::vector<int>& kept, const std::vector<int>& forced) {
+  EnginePlan plan;
+  plan.preset = preset.name;
+  plan.k.base = preset.key_spec;
+  plan.v.base = preset.value_spec;
+  plan.kept_layers = kept;
+  for (const int layer : kept) {
+    if (std::find(forced.begin(), forced.end(), layer) == forced.end()) plan.skip_layers.push_back(layer);
+  }
+  return plan;
 }
 
 }  // namespace tqlab

@@ -88,27 +88,16 @@ std::optional<EnginePlan> vllm_plan_of(const Profile& profile, const std::vector
     }
   }
   if (!quantized) return std::nullopt;
-  const int layers = static_cast<int>(pairs.size());
   for (const VllmPreset& preset : vllm_presets()) {
     if (preset.key_spec != types[static_cast<std::size_t>(quantized->k)] ||
         preset.value_spec != types[static_cast<std::size_t>(quantized->v)]) {
       continue;
     }
-    EnginePlan plan;
-    bool keeps_only_kept = true;
-    for (int at = 0; at < layers; ++at) {
-      const int layer = profile.layers[static_cast<std::size_t>(at)];
-      const bool forced = !vllm_layer_quantized(preset, at, layers);
-      const bool is_kept = std::find(kept.begin(), kept.end(), layer) != kept.end();
-      if (forced && !is_kept) keeps_only_kept = false;
-      if (is_kept && !forced) plan.skip_layers.push_back(layer);
-    }
-    if (!keeps_only_kept) continue;
-    plan.preset = preset.name;
-    plan.k.base = preset.key_spec;
-    plan.v.base = preset.value_spec;
-    plan.kept_layers = kept;
-    return plan;
+    const std::vector<int> forced = vllm_forced_layers(preset, profile.layers);
+    const bool keeps_only_kept = std::all_of(forced.begin(), forced.end(), [&](int layer) {
+      return std::find(kept.begin(), kept.end(), layer) != kept.end();
+    });
+    if (keeps_only_kept) return vllm_preset_plan(preset, kept, forced);
   }
   return std::nullopt;
 }

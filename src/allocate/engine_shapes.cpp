@@ -149,25 +149,14 @@ void solve_vllm_presets(EngineAllocation& out, const Profile& profile, const Obj
   if (unquantized < 0) {
     fail("allocate --engine vllm: the candidates need fp16, the precision of the layers vLLM keeps unquantized");
   }
-  const int layers = static_cast<int>(profile.layers.size());
   for (const VllmPreset& preset : vllm_presets()) {
     const int key = index_of(preset.key_spec), value = index_of(preset.value_spec);
     if (key < 0 || value < 0) continue;
-    std::vector<int> forced;
-    for (int at = 0; at < layers; ++at) {
-      if (!vllm_layer_quantized(preset, at, layers)) forced.push_back(profile.layers[static_cast<std::size_t>(at)]);
-    }
+    const std::vector<int> forced = vllm_forced_layers(preset, profile.layers);
     const std::optional<SkipLayersPlan> kept =
         best_skip_layers(profile, objective, budget.capacity, {key, value, unquantized}, forced);
     if (!kept) continue;
-    EnginePlan plan;
-    plan.preset = preset.name;
-    plan.k.base = preset.key_spec;
-    plan.v.base = preset.value_spec;
-    plan.kept_layers = kept->kept;
-    for (const int layer : kept->kept) {
-      if (std::find(forced.begin(), forced.end(), layer) == forced.end()) plan.skip_layers.push_back(layer);
-    }
+    EnginePlan plan = vllm_preset_plan(preset, kept->kept, forced);
     plan.scored = score_choice(profile, objective, engine_plan_name(out.engine, plan), kept->choice);
     out.plans.push_back(std::move(plan));
   }
